@@ -1,0 +1,217 @@
+package aep
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Canonical returns the RFC 8785 (JCS) serialization of a decoded JSON value:
+// object members sorted by their UTF-16 code units, no insignificant white
+// space, minimal string escaping and ECMAScript number formatting.
+//
+// v may hold map[string]any, []any, string, bool, nil, json.Number, the Go
+// integer and float kinds, or an *Event / Event (serialized as its wire form).
+func Canonical(v any) ([]byte, error) {
+	var b strings.Builder
+	if err := writeCanonical(&b, v); err != nil {
+		return nil, err
+	}
+	return []byte(b.String()), nil
+}
+
+// Digest is the AEP-0003 §9.3 content digest: SHA-256 over the canonical
+// JSON of the original (pre-redaction) content, hex of the first 16 bytes.
+func Digest(v any) (string, error) {
+	c, err := Canonical(v)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(c)
+	return hex.EncodeToString(sum[:16]), nil
+}
+
+func writeCanonical(b *strings.Builder, v any) error {
+	switch t := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		b.WriteString(strconv.FormatBool(t))
+	case string:
+		writeCanonicalString(b, t)
+	case json.Number:
+		f, err := strconv.ParseFloat(string(t), 64)
+		if err != nil {
+			return fmt.Errorf("canonical json: number %q: %w", t, err)
+		}
+		return writeCanonicalNumber(b, f)
+	case float64:
+		return writeCanonicalNumber(b, t)
+	case float32:
+		return writeCanonicalNumber(b, float64(t))
+	case int:
+		return writeCanonicalNumber(b, float64(t))
+	case int32:
+		return writeCanonicalNumber(b, float64(t))
+	case int64:
+		return writeCanonicalNumber(b, float64(t))
+	case uint64:
+		return writeCanonicalNumber(b, float64(t))
+	case []any:
+		b.WriteByte('[')
+		for i, x := range t {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := writeCanonical(b, x); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { return lessUTF16(keys[i], keys[j]) })
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeCanonicalString(b, k)
+			b.WriteByte(':')
+			if err := writeCanonical(b, t[k]); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	case Event:
+		return writeCanonicalEvent(b, &t)
+	case *Event:
+		return writeCanonicalEvent(b, t)
+	default:
+		return fmt.Errorf("canonical json: unsupported value of type %T", v)
+	}
+	return nil
+}
+
+func writeCanonicalEvent(b *strings.Builder, e *Event) error {
+	raw, err := e.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	v, err := decodeValue(raw)
+	if err != nil {
+		return err
+	}
+	return writeCanonical(b, v)
+}
+
+// lessUTF16 compares strings by UTF-16 code units, as RFC 8785 §3.2.3 sorts.
+func lessUTF16(a, b string) bool {
+	if isASCII(a) && isASCII(b) {
+		return a < b
+	}
+	ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
+	for i := 0; i < len(ua) && i < len(ub); i++ {
+		if ua[i] != ub[i] {
+			return ua[i] < ub[i]
+		}
+	}
+	return len(ua) < len(ub)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+func writeCanonicalString(b *strings.Builder, s string) {
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			if r < 0x20 {
+				fmt.Fprintf(b, `\u%04x`, r)
+			} else {
+				b.WriteRune(r)
+			}
+		}
+	}
+	b.WriteByte('"')
+}
+
+// writeCanonicalNumber formats like ECMAScript Number.prototype.toString
+// (RFC 8785 §3.2.2.3): shortest round-trip digits, plain notation for
+// exponents in [-6, 21), otherwise d.ddde±x.
+func writeCanonicalNumber(b *strings.Builder, f float64) error {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Errorf("canonical json: %v is not a JSON number", f)
+	}
+	if f == 0 {
+		b.WriteByte('0') // -0 too.
+		return nil
+	}
+	if f < 0 {
+		b.WriteByte('-')
+		f = -f
+	}
+	// Shortest digits and decimal exponent: "d.dddde±xx".
+	e := strconv.FormatFloat(f, 'e', -1, 64)
+	mant, expStr, _ := strings.Cut(e, "e")
+	digits := strings.Replace(mant, ".", "", 1)
+	exp, _ := strconv.Atoi(expStr)
+	n := exp + 1 // position of the decimal point relative to digits
+	k := len(digits)
+	switch {
+	case k <= n && n <= 21:
+		b.WriteString(digits)
+		b.WriteString(strings.Repeat("0", n-k))
+	case 0 < n && n <= 21:
+		b.WriteString(digits[:n])
+		b.WriteByte('.')
+		b.WriteString(digits[n:])
+	case -6 < n && n <= 0:
+		b.WriteString("0.")
+		b.WriteString(strings.Repeat("0", -n))
+		b.WriteString(digits)
+	default:
+		b.WriteByte(digits[0])
+		if k > 1 {
+			b.WriteByte('.')
+			b.WriteString(digits[1:])
+		}
+		b.WriteByte('e')
+		if n-1 >= 0 {
+			b.WriteByte('+')
+		}
+		b.WriteString(strconv.Itoa(n - 1))
+	}
+	return nil
+}

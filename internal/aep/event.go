@@ -1,0 +1,385 @@
+// Package aep implements the AEP 0.1 event envelope (AEP-0001 §5): the
+// sixteen context attributes, the data payload and extension attributes, with
+// the marshalling rules the spec pins (absent optionals are omitted, never
+// null; extension attributes are scalar and never collide with core names).
+//
+// Subpackages add what needs more than the envelope: schema validation,
+// stream rules, capture down-levelling and redaction, and the OTLP projection.
+package aep
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+)
+
+// Version is the only protocol version this module speaks.
+const Version = "0.1"
+
+// Event is one AEP event. String attributes use "" for absent (the schema
+// requires every present string attribute to be non-empty); Seq and Epoch
+// are pointers because 0 is a legal, meaningful value. Data is nil when the
+// event carries no payload, and a non-nil empty map for "data":{}.
+//
+// Numbers inside Data are json.Number so that a decode/encode round trip
+// never changes their text.
+type Event struct {
+	AEP         string
+	ID          string
+	Type        string
+	Subject     string
+	Time        string
+	Source      string
+	Agent       string
+	Session     string
+	Run         string
+	Step        string
+	Seq         *int64
+	Epoch       *int64
+	Cause       string
+	Traceparent string
+	Severity    Severity
+	Capture     Capture
+	Data        map[string]any
+	// Extensions are the attributes that are not core ones (AEP-0001 §5.4).
+	// Values are string, int64 or bool when well-formed; Unmarshal keeps
+	// whatever the wire carried so that validation can report it.
+	Extensions map[string]any
+}
+
+// coreNames lists the context attributes in their wire order.
+var coreNames = []string{
+	"aep", "id", "type", "subject", "time", "source", "agent", "session", "run",
+	"step", "seq", "epoch", "cause", "traceparent", "severity", "capture", "data",
+}
+
+var coreSet = func() map[string]bool {
+	m := make(map[string]bool, len(coreNames))
+	for _, n := range coreNames {
+		m[n] = true
+	}
+	return m
+}()
+
+// IsCoreAttribute reports whether name is one of the envelope's own
+// attributes (including data).
+func IsCoreAttribute(name string) bool { return coreSet[name] }
+
+var extensionName = regexp.MustCompile(`^[a-z0-9]{1,20}$`)
+
+// ErrExtension is wrapped by every extension-attribute refusal.
+var ErrExtension = errors.New("aep: invalid extension attribute")
+
+// CheckExtension reports why name=value cannot ride as an extension
+// attribute: a malformed name, a core name, or a non-scalar value.
+func CheckExtension(name string, value any) error {
+	if !extensionName.MatchString(name) {
+		return fmt.Errorf("%w %q: name must match [a-z0-9]{1,20}", ErrExtension, name)
+	}
+	if coreSet[name] {
+		return fmt.Errorf("%w %q: collides with a core attribute", ErrExtension, name)
+	}
+	switch v := value.(type) {
+	case string, bool, int, int32, int64:
+		return nil
+	case json.Number:
+		if _, err := v.Int64(); err != nil {
+			return fmt.Errorf("%w %q: number %s is not an integer", ErrExtension, name, v)
+		}
+		return nil
+	default:
+		return fmt.Errorf("%w %q: value of type %T is not a string, integer or boolean", ErrExtension, name, value)
+	}
+}
+
+// SetExtension adds an extension attribute after checking it.
+func (e *Event) SetExtension(name string, value any) error {
+	if err := CheckExtension(name, value); err != nil {
+		return err
+	}
+	if e.Extensions == nil {
+		e.Extensions = make(map[string]any)
+	}
+	e.Extensions[name] = value
+	return nil
+}
+
+// Int64 returns a pointer to v, for Seq and Epoch.
+func Int64(v int64) *int64 { return &v }
+
+// EffectiveSeverity applies the envelope default (info).
+func (e *Event) EffectiveSeverity() Severity {
+	if e.Severity == "" {
+		return SeverityInfo
+	}
+	return e.Severity
+}
+
+// EffectiveCapture applies the envelope default (metadata).
+func (e *Event) EffectiveCapture() Capture {
+	if e.Capture == "" {
+		return CaptureMetadata
+	}
+	return e.Capture
+}
+
+// EffectiveEpoch applies the envelope default (0).
+func (e *Event) EffectiveEpoch() int64 {
+	if e.Epoch == nil {
+		return 0
+	}
+	return *e.Epoch
+}
+
+// MarshalJSON writes the envelope in wire order, omitting absent optionals
+// and refusing ill-formed extension attributes (AEP-0001 §5.4).
+func (e Event) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.Grow(256)
+	b.WriteByte('{')
+	first := true
+	field := func(name string) {
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		b.WriteString(strconv.Quote(name))
+		b.WriteByte(':')
+	}
+	str := func(name, v string) error {
+		if v == "" {
+			return nil
+		}
+		field(name)
+		return writeJSON(&b, v)
+	}
+	for _, kv := range [...]struct{ k, v string }{
+		{"aep", e.AEP}, {"id", e.ID}, {"type", e.Type}, {"subject", e.Subject},
+		{"time", e.Time}, {"source", e.Source}, {"agent", e.Agent},
+		{"session", e.Session}, {"run", e.Run}, {"step", e.Step},
+	} {
+		if err := str(kv.k, kv.v); err != nil {
+			return nil, err
+		}
+	}
+	if e.Seq != nil {
+		field("seq")
+		b.WriteString(strconv.FormatInt(*e.Seq, 10))
+	}
+	if e.Epoch != nil {
+		field("epoch")
+		b.WriteString(strconv.FormatInt(*e.Epoch, 10))
+	}
+	for _, kv := range [...]struct{ k, v string }{
+		{"cause", e.Cause}, {"traceparent", e.Traceparent},
+		{"severity", string(e.Severity)}, {"capture", string(e.Capture)},
+	} {
+		if err := str(kv.k, kv.v); err != nil {
+			return nil, err
+		}
+	}
+	names := make([]string, 0, len(e.Extensions))
+	for n := range e.Extensions {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		v := e.Extensions[n]
+		if err := CheckExtension(n, v); err != nil {
+			return nil, err
+		}
+		field(n)
+		if err := writeJSON(&b, v); err != nil {
+			return nil, err
+		}
+	}
+	if e.Data != nil {
+		field("data")
+		if err := writeJSON(&b, e.Data); err != nil {
+			return nil, fmt.Errorf("aep: marshal data of %s %s: %w", e.Type, e.ID, err)
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func writeJSON(b *bytes.Buffer, v any) error {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	b.Truncate(b.Len() - 1) // Encode appends a newline.
+	return nil
+}
+
+// UnmarshalJSON reads an envelope. Core attributes of the wrong JSON type are
+// an error; unknown attributes are kept as extensions, whatever their value,
+// so that a relay can preserve them and validation can judge them.
+func (e *Event) UnmarshalJSON(raw []byte) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return fmt.Errorf("aep: event is not a JSON object: %w", err)
+	}
+	if fields == nil {
+		return errors.New("aep: event is null")
+	}
+	*e = Event{}
+	strs := map[string]*string{
+		"aep": &e.AEP, "id": &e.ID, "type": &e.Type, "subject": &e.Subject,
+		"time": &e.Time, "source": &e.Source, "agent": &e.Agent,
+		"session": &e.Session, "run": &e.Run, "step": &e.Step, "cause": &e.Cause,
+		"traceparent": &e.Traceparent,
+		"severity":    (*string)(&e.Severity), "capture": (*string)(&e.Capture),
+	}
+	for name, val := range fields {
+		switch name {
+		case "seq", "epoch":
+			n, err := decodeInt(val)
+			if err != nil {
+				return fmt.Errorf("aep: attribute %q: %w", name, err)
+			}
+			if name == "seq" {
+				e.Seq = &n
+			} else {
+				e.Epoch = &n
+			}
+		case "data":
+			d, err := decodeValue(val)
+			if err != nil {
+				return fmt.Errorf("aep: attribute \"data\": %w", err)
+			}
+			m, ok := d.(map[string]any)
+			if !ok {
+				return fmt.Errorf("aep: attribute \"data\" must be an object, got %s", jsonKind(d))
+			}
+			e.Data = m
+		default:
+			if p, ok := strs[name]; ok {
+				if err := json.Unmarshal(val, p); err != nil {
+					return fmt.Errorf("aep: attribute %q must be a string", name)
+				}
+				continue
+			}
+			v, err := decodeValue(val)
+			if err != nil {
+				return fmt.Errorf("aep: attribute %q: %w", name, err)
+			}
+			if n, ok := v.(json.Number); ok {
+				if i, err := n.Int64(); err == nil {
+					v = i
+				}
+			}
+			if e.Extensions == nil {
+				e.Extensions = make(map[string]any)
+			}
+			e.Extensions[name] = v
+		}
+	}
+	return nil
+}
+
+func decodeInt(raw json.RawMessage) (int64, error) {
+	v, err := decodeValue(raw)
+	if err != nil {
+		return 0, err
+	}
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, fmt.Errorf("must be an integer, got %s", jsonKind(v))
+	}
+	i, err := n.Int64()
+	if err != nil {
+		return 0, fmt.Errorf("must be an integer, got %s", n)
+	}
+	return i, nil
+}
+
+// DecodeValue decodes any JSON value with numbers kept as json.Number.
+func DecodeValue(raw []byte) (any, error) { return decodeValue(raw) }
+
+func decodeValue(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("trailing data after JSON value")
+	}
+	return v, nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case json.Number:
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	default:
+		return "object"
+	}
+}
+
+// Parse decodes one wire event.
+func Parse(raw []byte) (*Event, error) {
+	var e Event
+	if err := e.UnmarshalJSON(raw); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// Clone returns a deep copy, so a hop can down-level or redact without
+// touching the caller's event.
+func (e *Event) Clone() *Event {
+	c := *e
+	if e.Seq != nil {
+		c.Seq = Int64(*e.Seq)
+	}
+	if e.Epoch != nil {
+		c.Epoch = Int64(*e.Epoch)
+	}
+	if e.Data != nil {
+		c.Data = CloneValue(e.Data).(map[string]any)
+	}
+	if e.Extensions != nil {
+		c.Extensions = make(map[string]any, len(e.Extensions))
+		for k, v := range e.Extensions {
+			c.Extensions[k] = CloneValue(v)
+		}
+	}
+	return &c
+}
+
+// CloneValue deep-copies a decoded JSON value (maps and slices; scalars are
+// immutable).
+func CloneValue(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, x := range t {
+			m[k] = CloneValue(x)
+		}
+		return m
+	case []any:
+		s := make([]any, len(t))
+		for i, x := range t {
+			s[i] = CloneValue(x)
+		}
+		return s
+	default:
+		return v
+	}
+}

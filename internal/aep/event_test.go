@@ -1,0 +1,156 @@
+package aep
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fixturePath points at the copied conformance fixtures.
+func fixturePath(parts ...string) string {
+	return filepath.Join(append([]string{"..", "..", "testdata", "aep", "fixtures"}, parts...)...)
+}
+
+func goldenLines(t testing.TB) [][]byte {
+	t.Helper()
+	f, err := os.Open(fixturePath("golden", "golden.jsonl"))
+	require.NoError(t, err)
+	defer f.Close()
+	var lines [][]byte
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if line := bytes.TrimSpace(sc.Bytes()); len(line) > 0 {
+			lines = append(lines, append([]byte(nil), line...))
+		}
+	}
+	require.NoError(t, sc.Err())
+	return lines
+}
+
+func TestGoldenRoundTrip(t *testing.T) {
+	for i, line := range goldenLines(t) {
+		t.Run(fmt.Sprintf("line%02d", i), func(t *testing.T) {
+			ev, err := Parse(line)
+			require.NoError(t, err)
+			out, err := json.Marshal(ev)
+			require.NoError(t, err)
+			want, err := canonicalOf(line)
+			require.NoError(t, err)
+			got, err := canonicalOf(out)
+			require.NoError(t, err)
+			assert.Equal(t, string(want), string(got))
+			assert.NotContains(t, string(out), "null", "absent optionals are omitted, never null")
+		})
+	}
+}
+
+func canonicalOf(raw []byte) ([]byte, error) {
+	v, err := DecodeValue(raw)
+	if err != nil {
+		return nil, err
+	}
+	return Canonical(v)
+}
+
+func TestMarshalOmitsAbsentAndKeepsExtensions(t *testing.T) {
+	ev := Event{AEP: Version, ID: "01", Type: "run.started", Time: "2026-07-03T10:00:00Z",
+		Source: "aep://h/agent/a", Agent: "a", Session: "s", Seq: Int64(0),
+		Extensions: map[string]any{"acmeregion": "eu-1", "acmedrops": int64(3), "acmeflag": true}}
+	out, err := json.Marshal(ev)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"aep":"0.1","id":"01","type":"run.started","time":"2026-07-03T10:00:00Z",
+		"source":"aep://h/agent/a","agent":"a","session":"s","seq":0,
+		"acmedrops":3,"acmeflag":true,"acmeregion":"eu-1"}`, string(out))
+}
+
+func TestExtensionRefusals(t *testing.T) {
+	for name, tc := range map[string]struct {
+		name  string
+		value any
+	}{
+		"ill-formed name": {"Acme-Region", "x"},
+		"too long":        {"abcdefghijklmnopqrstu", "x"},
+		"collides":        {"session", "x"},
+		"object value":    {"acmeobj", map[string]any{"a": 1}},
+		"array value":     {"acmearr", []any{1}},
+		"float value":     {"acmefloat", json.Number("1.5")},
+		"null value":      {"acmenull", nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var ev Event
+			assert.ErrorIs(t, ev.SetExtension(tc.name, tc.value), ErrExtension)
+			ev.Extensions = map[string]any{tc.name: tc.value}
+			_, err := json.Marshal(ev)
+			assert.True(t, errors.Is(err, ErrExtension), "marshal must refuse: %v", err)
+		})
+	}
+}
+
+func TestUnmarshalKeepsUnknownAttributes(t *testing.T) {
+	ev, err := Parse([]byte(`{"aep":"0.1","id":"1","type":"x.v.a.b","time":"2026-07-03T10:00:00Z","source":"aep://h","agent":"a","session":"s","seq":1,"zzz":{"nested":1},"acmen":7}`))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"zzz": map[string]any{"nested": json.Number("1")}, "acmen": int64(7)}, ev.Extensions)
+}
+
+func TestUnmarshalRejectsWrongCoreTypes(t *testing.T) {
+	for _, raw := range []string{`[]`, `null`, `{"seq":"1"}`, `{"seq":1.5}`, `{"id":3}`, `{"data":[1]}`} {
+		_, err := Parse([]byte(raw))
+		assert.Error(t, err, raw)
+	}
+}
+
+func TestCanonicalNumbers(t *testing.T) {
+	// RFC 8785 Appendix B sample numbers (as IEEE-754 values).
+	for in, want := range map[string]string{
+		"0": "0", "-0": "0", "1": "1", "1.0": "1", "-1.5": "-1.5",
+		"1e21": "1e+21", "1e20": "100000000000000000000", "0.000001": "0.000001",
+		"1e-7": "1e-7", "9007199254740991": "9007199254740991",
+		"295147905179352830000": "295147905179352830000",
+		"4.50": "4.5", "2e-3": "0.002", "0.000001234": "0.000001234",
+		"1.7976931348623157e308": "1.7976931348623157e+308", "5e-324": "5e-324",
+		"333333333.3333333": "333333333.3333333",
+	} {
+		got, err := Canonical(json.Number(in))
+		require.NoError(t, err, in)
+		assert.Equal(t, want, string(got), in)
+	}
+}
+
+func TestCanonicalObjectsAndStrings(t *testing.T) {
+	v, err := DecodeValue([]byte(`{"b":[1,{"z":true,"a":null}],"a":"<&>\u2028\n\u0001é","\u20ac":1,"\ud83d\ude00":2,"\u0080":3}`))
+	require.NoError(t, err)
+	got, err := Canonical(v)
+	require.NoError(t, err)
+	assert.Equal(t, "{\"a\":\"<&>\u2028\\n\\u0001é\",\"b\":[1,{\"a\":null,\"z\":true}],\"\u0080\":3,\"€\":1,\"😀\":2}", string(got))
+}
+
+func TestDigestPinnedResult(t *testing.T) {
+	// openhands.json observation_ok: result_digest over the observation text.
+	d, err := Digest("total 4\nREADME.md")
+	require.NoError(t, err)
+	assert.Equal(t, "ad5c679d78b027a0fe8f7592a602326e", d)
+}
+
+func TestDeterministicID(t *testing.T) {
+	ts := time.Date(2026, 7, 12, 10, 15, 0, 123456000, time.UTC)
+	a := DeterministicID(ts, "src|ev_1|0")
+	assert.Len(t, a, 26)
+	assert.Regexp(t, `^[0-9A-HJKMNP-TV-Z]{26}$`, a)
+	assert.Equal(t, a, DeterministicID(ts, "src|ev_1|0"))
+	assert.NotEqual(t, a, DeterministicID(ts, "src|ev_1|1"))
+	assert.NotEqual(t, a, DeterministicID(ts.Add(time.Millisecond), "src|ev_1|0"))
+	// ULIDs sort by time: the first 10 characters encode the milliseconds.
+	assert.Less(t, DeterministicID(ts, "z"), DeterministicID(ts.Add(time.Second), "a"))
+	assert.Equal(t, "01K00000000000000000000000"[:1], DeterministicID(ts, "k")[:1])
+	assert.Equal(t, "0000000000", DeterministicID(time.Unix(0, 0), "k")[:10])
+}
