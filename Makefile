@@ -1,0 +1,38 @@
+# Everything a newcomer needs, with nothing pre-installed beyond Go.
+GO          ?= go
+OCB_VERSION := v0.165.0
+TOOLS_DIR   := $(CURDIR)/.tools
+OCB         := $(TOOLS_DIR)/builder
+DIST_DIR    := $(CURDIR)/build/otelcol-openhands
+BIN         := $(CURDIR)/bin/otelcol-openhands
+GOTEST      := $(GO) test -race -count=1
+
+.PHONY: all build test unit-test lint bench demo clean
+
+all: lint test
+
+$(OCB):
+	GOBIN=$(TOOLS_DIR) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
+
+# build generates the distribution's sources with ocb, then compiles them.
+build: $(OCB)
+	mkdir -p $(DIST_DIR)
+	$(OCB) --config=builder-config.yaml --skip-compilation
+	cd $(DIST_DIR) && $(GO) build -trimpath -o $(BIN) .
+
+unit-test:
+	$(GOTEST) ./...
+
+# test runs every unit, scenario and end-to-end test with the race detector,
+# then proves the distribution still builds.
+test: unit-test build
+
+lint:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+clean:
+	rm -rf bin build

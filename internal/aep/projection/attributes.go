@@ -1,0 +1,57 @@
+package projection
+
+import "strings"
+
+// EventNamePrefix turns an AEP type into an OTel event name.
+const EventNamePrefix = "dev.aep."
+
+// GenAIPrefix marks the top-level data keys hoisted to attributes.
+const GenAIPrefix = "gen_ai."
+
+// Standard attributes of the projection (AEP-0005 §3).
+const (
+	AttrServiceName = "service.name"
+	AttrAgentID     = "aep.agent_id"
+	AttrEventID     = "aep.event_id"
+	AttrCapture     = "aep.capture"
+	AttrSource      = "aep.source"
+	AttrSessionID   = "aep.session_id"
+	AttrRunID       = "aep.run_id"
+	AttrStep        = "aep.step"
+	AttrSequence    = "aep.sequence"
+	AttrEpoch       = "aep.epoch"
+	AttrCausationID = "aep.causation_id"
+	AttrSubject     = "aep.subject"
+)
+
+// WirePrefix starts every lossless extra; see the package doc.
+const WirePrefix = "aep.wire."
+
+// Lossless extras.
+const (
+	WireVersion            = WirePrefix + "version"
+	WireTime               = WirePrefix + "time"
+	WireTraceparentVersion = WirePrefix + "traceparent_version"
+	WireSeverityDefaulted  = WirePrefix + "severity_defaulted"
+	WireCaptureDefaulted   = WirePrefix + "capture_defaulted"
+	WireData               = WirePrefix + "data"
+	// WireExtensionPrefix + name carries extension attribute name.
+	WireExtensionPrefix = WirePrefix + "ext."
+)
+
+// Values of WireData.
+const (
+	WireDataEmpty   = "empty"
+	WireDataDropped = "dropped"
+)
+
+// WireAttributes lists the fixed lossless-extra keys (extensions add
+// WireExtensionPrefix + name).
+var WireAttributes = []string{
+	WireVersion, WireTime, WireTraceparentVersion,
+	WireSeverityDefaulted, WireCaptureDefaulted, WireData,
+}
+
+// IsWireAttribute reports whether key is a lossless extra rather than a
+// standard projection attribute.
+func IsWireAttribute(key string) bool { return strings.HasPrefix(key, WirePrefix) }

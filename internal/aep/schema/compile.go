@@ -1,0 +1,91 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/schemas"
+)
+
+// baseURL is the prefix of the embedded schemas' $id values; each file is
+// registered under baseURL + its path so ids and locations agree.
+const baseURL = "aep://schemas/0.1/"
+
+const typesRegistryPath = "registry/types.json"
+
+// validator holds the compiled schemas. Compiled schemas are immutable and
+// safe for concurrent use.
+type validator struct {
+	envelope *jsonschema.Schema
+	// payloads maps an event type to its payload schema; registered types
+	// without one (and unregistered or vendor types) are absent.
+	payloads map[string]*jsonschema.Schema
+}
+
+// compiled compiles every schema once, on first use.
+var compiled = sync.OnceValues(compile)
+
+// typesRegistry is the part of registry/types.json validation needs.
+type typesRegistry struct {
+	Types []struct {
+		Type   string  `json:"type"`
+		Schema *string `json:"schema"`
+	} `json:"types"`
+}
+
+func compile() (*validator, error) {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	// The schemas use format date-time (time, expires_at) and uri (source);
+	// 2020-12 treats formats as annotations unless asked to assert them.
+	c.AssertFormat()
+
+	raw, err := schemas.FS.ReadFile(typesRegistryPath)
+	if err != nil {
+		return nil, fmt.Errorf("aep schema: read %s: %w", typesRegistryPath, err)
+	}
+	var reg typesRegistry
+	if err := json.Unmarshal(raw, &reg); err != nil {
+		return nil, fmt.Errorf("aep schema: parse %s: %w", typesRegistryPath, err)
+	}
+
+	envelope, err := compileFile(c, schemas.EnvelopePath)
+	if err != nil {
+		return nil, err
+	}
+	v := &validator{envelope: envelope, payloads: make(map[string]*jsonschema.Schema, len(reg.Types))}
+	for _, t := range reg.Types {
+		if t.Schema == nil {
+			continue
+		}
+		sch, err := compileFile(c, "types/"+*t.Schema)
+		if err != nil {
+			return nil, fmt.Errorf("aep schema: payload of registered type %s: %w", t.Type, err)
+		}
+		v.payloads[t.Type] = sch
+	}
+	return v, nil
+}
+
+func compileFile(c *jsonschema.Compiler, path string) (*jsonschema.Schema, error) {
+	raw, err := schemas.FS.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("aep schema: read %s: %w", path, err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("aep schema: parse %s: %w", path, err)
+	}
+	if err := c.AddResource(baseURL+path, doc); err != nil {
+		return nil, fmt.Errorf("aep schema: add %s: %w", path, err)
+	}
+	sch, err := c.Compile(baseURL + path)
+	if err != nil {
+		return nil, fmt.Errorf("aep schema: compile %s: %w", path, err)
+	}
+	return sch, nil
+}
