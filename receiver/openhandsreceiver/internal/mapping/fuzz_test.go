@@ -1,0 +1,82 @@
+package mapping
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+)
+
+// The seed corpora under testdata/fuzz hold every fixture input (FuzzMap:
+// also all of them as one conversation, and a walk through every pinned
+// status transition).
+
+func FuzzDecodeEvent(f *testing.F) {
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		ev, err := DecodeEvent(raw)
+		if err != nil {
+			require.ErrorIs(t, err, ErrInvalidEvent)
+			return
+		}
+		require.NotEmpty(t, ev.Kind())
+		require.NotEmpty(t, ev.ID())
+		c := newConversation(t, testConfig(aep.CaptureFull, true))
+		requireWellFormed(t, c.Map(ev, received))
+	})
+}
+
+// FuzzMap feeds newline-separated frames to one conversation, then ends it.
+func FuzzMap(f *testing.F) {
+	f.Fuzz(func(t *testing.T, frames []byte) {
+		c := newConversation(t, testConfig(aep.CaptureRedacted, true))
+		var out []*aep.Event
+		for _, raw := range bytes.Split(frames, []byte("\n")) {
+			if ev, err := DecodeEvent(raw); err == nil {
+				out = append(out, c.Map(ev, received)...)
+			}
+		}
+		out = append(out, c.End(received, "")...)
+		requireWellFormed(t, out)
+		requireLifecycle(t, out)
+		require.Equal(t, typeSessionEnded, out[len(out)-1].Type)
+	})
+}
+
+func requireWellFormed(t *testing.T, evs []*aep.Event) {
+	t.Helper()
+	requireValid(t, evs)
+	for _, ev := range evs {
+		require.Regexp(t, typeSyntax, ev.Type)
+		require.Len(t, ev.ID, 26)
+		_, err := json.Marshal(ev)
+		require.NoError(t, err)
+	}
+}
+
+// BenchmarkDecodeAndMap decodes and maps every fixture input through one
+// conversation per iteration (deltas on, capture redacted).
+func BenchmarkDecodeAndMap(b *testing.B) {
+	f := loadFixture(b)
+	cases := fixtureCases(f)
+	cfg := testConfig(aep.CaptureRedacted, true)
+	b.ReportAllocs()
+	events := 0
+	for b.Loop() {
+		c, err := NewConversation(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, tc := range cases {
+			ev, err := DecodeEvent(tc.Input)
+			if err != nil {
+				b.Fatal(err)
+			}
+			events += len(c.Map(ev, received))
+		}
+	}
+	b.ReportMetric(float64(events)/float64(b.N), "events/op")
+	b.ReportMetric(float64(len(cases)), "inputs/op")
+}
