@@ -383,6 +383,12 @@ func (s *Server) handleSearchEvents(w http.ResponseWriter, r *http.Request, c *c
 		return
 	}
 	s.mu.Lock()
+	hook := s.onEventSearch
+	s.mu.Unlock()
+	if hook != nil {
+		hook(c.id)
+	}
+	s.mu.Lock()
 	fault := s.eventFault
 	items, next := searchEventsLocked(c, query)
 	s.mu.Unlock()

@@ -126,6 +126,7 @@ type Server struct {
 	runCancel     context.CancelFunc
 	convFault     SearchFault
 	eventFault    SearchFault
+	onEventSearch func(conversationID string)
 	requests      []Request
 	frames        []InboundFrame
 	recordingGen  int
@@ -263,6 +264,16 @@ func (s *Server) SetConversationSearchFault(f SearchFault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.convFault = f
+}
+
+// OnEventSearch installs fn, called outside the server lock before each
+// GET .../events/search page is built, so a test can append events while a
+// client pages history: the adversarial interleaving of live and replayed
+// events a client must survive. nil removes it.
+func (s *Server) OnEventSearch(fn func(conversationID string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onEventSearch = fn
 }
 
 // SetEventSearchFault makes GET /api/conversations/{id}/events/search misbehave.

@@ -75,3 +75,33 @@ func DecodeEvent(raw []byte) (Event, error) {
 	ev.source, _ = fields["source"].(string)
 	return ev, nil
 }
+
+// knownKinds is the agent server's event union as of v1.43.1, plus the
+// socket-only ServerErrorEvent. Anything else is a kind from the future.
+var knownKinds = map[string]bool{
+	"MessageEvent": true, "ActionEvent": true, "ObservationEvent": true,
+	"UserRejectObservation": true, "AgentErrorEvent": true, "SystemPromptEvent": true,
+	"Condensation": true, "CondensationRequest": true, "CondensationSummaryEvent": true,
+	"ConversationStateUpdateEvent": true, "ConversationErrorEvent": true,
+	"PauseEvent": true, "InterruptEvent": true, "StreamingDeltaEvent": true,
+	"TokenEvent": true, "HookExecutionEvent": true, "ACPToolCallEvent": true,
+	"LLMCompletionLogEvent": true, "ServerErrorEvent": true,
+}
+
+// KnownKind reports whether kind belongs to the event union this mapping
+// was written against (a bounded label set for metrics).
+func KnownKind(kind string) bool { return knownKinds[kind] }
+
+// Transient reports whether the server publishes this event without
+// persisting it to the conversation log (full_state snapshots, streaming
+// deltas, socket errors, in-memory condensation summaries): it never shows
+// up in events/search, so its timestamp is no resume point.
+func (e Event) Transient() bool {
+	switch e.kind {
+	case kindStreamingDelta, "ServerErrorEvent", "CondensationSummaryEvent":
+		return true
+	case "ConversationStateUpdateEvent":
+		return e.Fields["key"] == "full_state"
+	}
+	return false
+}

@@ -84,3 +84,20 @@ func TestDecodeEventErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestTransient(t *testing.T) {
+	for raw, want := range map[string]bool{
+		`{"kind":"ConversationStateUpdateEvent","id":"a","key":"full_state","value":{}}`:           true,
+		`{"kind":"ConversationStateUpdateEvent","id":"a","key":"execution_status","value":"idle"}`: false,
+		`{"kind":"StreamingDeltaEvent","id":"a","content":"x"}`:                                    true,
+		`{"kind":"ServerErrorEvent","id":"a","code":"X"}`:                                          true,
+		`{"kind":"MessageEvent","id":"a"}`:                                                         false,
+		`{"kind":"SandboxCheckpointEvent","id":"a"}`:                                               false,
+	} {
+		ev, err := DecodeEvent([]byte(raw))
+		require.NoError(t, err)
+		assert.Equal(t, want, ev.Transient(), raw)
+	}
+	assert.True(t, KnownKind("ActionEvent"))
+	assert.False(t, KnownKind("SandboxCheckpointEvent"))
+}

@@ -1,0 +1,114 @@
+package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"time"
+
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configopaque"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
+)
+
+// Config is the openhands receiver's configuration.
+type Config struct {
+	// Servers are the agent servers to observe.
+	Servers []ServerConfig `mapstructure:"servers"`
+	// PollInterval is the conversation search cadence.
+	PollInterval time.Duration `mapstructure:"poll_interval"`
+	// Agent is the AEP agent identity (and resource service.name).
+	Agent string `mapstructure:"agent"`
+	// Deltas opts in to StreamingDeltaEvent (x.openhands.streaming.delta).
+	Deltas bool `mapstructure:"deltas"`
+	// Capture is the ceiling applied at the source (AEP-0003 §9).
+	Capture CaptureConfig `mapstructure:"capture"`
+	// SecretNames are extra object keys whose values are always redacted.
+	SecretNames []string `mapstructure:"secret_names"`
+	// SecretEnv names environment variables whose values are redacted
+	// wherever they appear (AEP-0003 §9.4 b).
+	SecretEnv []string `mapstructure:"secret_env"`
+	// RedactPII turns the PII step of the redaction pipeline on (default).
+	RedactPII bool `mapstructure:"redact_pii"`
+	// IdleDetach closes the socket of a conversation whose status has been
+	// terminal or idle, unchanged, for this long, so the server may evict it.
+	IdleDetach time.Duration `mapstructure:"idle_detach"`
+	// Reconnect is the socket reconnect backoff.
+	Reconnect backoff.Config `mapstructure:"reconnect"`
+	// MaxFrameBytes bounds one inbound WebSocket frame.
+	MaxFrameBytes int64 `mapstructure:"max_frame_bytes"`
+
+	_ struct{}
+}
+
+// ServerConfig is one agent server.
+type ServerConfig struct {
+	// ClientConfig carries endpoint (http/https base URL), TLS, timeout,
+	// headers and proxy for the REST calls and the socket dial.
+	confighttp.ClientConfig `mapstructure:",squash"`
+	// SessionAPIKey is sent as X-Session-API-Key on REST and in the socket's
+	// first-message auth frame. Optional: servers without keys accept all.
+	SessionAPIKey configopaque.String `mapstructure:"session_api_key"`
+	// Name labels the server in logs, metrics and the resource.
+	Name string `mapstructure:"name"`
+}
+
+// CaptureConfig is the capture ceiling: a level and per-category overrides
+// (e.g. attention: redacted, as AEP-0003 §9.1 recommends).
+type CaptureConfig struct {
+	Level      aep.Capture            `mapstructure:"level"`
+	Categories map[string]aep.Capture `mapstructure:"categories"`
+}
+
+var categoryName = regexp.MustCompile(`^(agent|session|run|progress|tool|delegation|attention|resource|error|state|assessment|message|control|x)$`)
+
+// Validate checks the configuration; every message names its key.
+func (cfg *Config) Validate() error {
+	var errs []error
+	if len(cfg.Servers) == 0 {
+		errs = append(errs, errors.New("servers: at least one server is required"))
+	}
+	for i, s := range cfg.Servers {
+		if err := validateEndpoint(s.Endpoint); err != nil {
+			errs = append(errs, fmt.Errorf("servers[%d].endpoint: %w", i, err))
+		}
+	}
+	if cfg.PollInterval <= 0 {
+		errs = append(errs, errors.New("poll_interval: must be positive"))
+	}
+	if cfg.Agent == "" {
+		errs = append(errs, errors.New("agent: must not be empty"))
+	}
+	if cfg.Capture.Level.Rank() < 0 {
+		errs = append(errs, fmt.Errorf("capture.level: unknown level %q (want none, metadata, redacted or full)", cfg.Capture.Level))
+	}
+	for cat, lvl := range cfg.Capture.Categories {
+		if !categoryName.MatchString(cat) {
+			errs = append(errs, fmt.Errorf("capture.categories: unknown category %q", cat))
+		}
+		if lvl.Rank() < 0 {
+			errs = append(errs, fmt.Errorf("capture.categories.%s: unknown level %q", cat, lvl))
+		}
+	}
+	if cfg.IdleDetach < 0 {
+		errs = append(errs, errors.New("idle_detach: must not be negative (0 disables detaching)"))
+	}
+	if err := cfg.Reconnect.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("reconnect.%w", err))
+	}
+	if cfg.MaxFrameBytes < 1024 {
+		errs = append(errs, errors.New("max_frame_bytes: must be at least 1024"))
+	}
+	return errors.Join(errs...)
+}
+
+func validateEndpoint(endpoint string) error {
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("must be an http or https URL, got %q", endpoint)
+	}
+	return nil
+}

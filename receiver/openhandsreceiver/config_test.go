@@ -1,0 +1,83 @@
+package openhandsreceiver
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
+)
+
+func loadConfig(t *testing.T, name string) *Config {
+	t.Helper()
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	sub, err := cm.Sub(component.MustNewIDWithName(componentType.String(), name).String())
+	require.NoError(t, err)
+	cfg := createDefaultConfig().(*Config)
+	require.NoError(t, sub.Unmarshal(cfg))
+	return cfg
+}
+
+func TestLoadConfig(t *testing.T) {
+
+	t.Run("defaults", func(t *testing.T) {
+		cfg := loadConfig(t, "")
+		require.NoError(t, confmap.Validate(cfg))
+		require.Len(t, cfg.Servers, 1)
+		assert.Equal(t, "http://127.0.0.1:8000", cfg.Servers[0].Endpoint)
+		assert.Equal(t, 15*time.Second, cfg.PollInterval)
+		assert.Equal(t, "openhands", cfg.Agent)
+		assert.False(t, cfg.Deltas)
+		assert.Equal(t, aep.CaptureMetadata, cfg.Capture.Level)
+		assert.True(t, cfg.RedactPII)
+		assert.Equal(t, 10*time.Minute, cfg.IdleDetach)
+		assert.Equal(t, backoff.Default(), cfg.Reconnect)
+	})
+
+	t.Run("full", func(t *testing.T) {
+		cfg := loadConfig(t, "full")
+		require.NoError(t, confmap.Validate(cfg))
+		require.Len(t, cfg.Servers, 2)
+		assert.Equal(t, "prod", cfg.Servers[0].Name)
+		assert.Equal(t, "k-123", string(cfg.Servers[0].SessionAPIKey))
+		assert.Equal(t, 20*time.Second, cfg.Servers[0].Timeout)
+		assert.Equal(t, "/etc/ssl/agents-ca.pem", cfg.Servers[0].TLS.CAFile)
+		assert.Equal(t, 30*time.Second, cfg.PollInterval)
+		assert.Equal(t, "openhands-prod", cfg.Agent)
+		assert.True(t, cfg.Deltas)
+		assert.Equal(t, map[string]aep.Capture{"attention": aep.CaptureRedacted}, cfg.Capture.Categories)
+		assert.Equal(t, []string{"github_token"}, cfg.SecretNames)
+		assert.Equal(t, []string{"OPENAI_API_KEY"}, cfg.SecretEnv)
+		assert.False(t, cfg.RedactPII)
+		assert.Equal(t, 5*time.Minute, cfg.IdleDetach)
+		assert.Equal(t, 2*time.Second, cfg.Reconnect.InitialInterval)
+		assert.Equal(t, 0.5, cfg.Reconnect.Jitter)
+		assert.Equal(t, int64(4<<20), cfg.MaxFrameBytes)
+	})
+
+	t.Run("invalid", func(t *testing.T) {
+		err := confmap.Validate(loadConfig(t, "invalid"))
+		require.Error(t, err)
+		for _, want := range []string{
+			`servers[0].endpoint: must be an http or https URL, got "ws://127.0.0.1:8000"`,
+			"poll_interval: must be positive",
+			`capture.level: unknown level "everything"`,
+			`capture.categories: unknown category "nonsense"`,
+		} {
+			assert.ErrorContains(t, err, want)
+		}
+	})
+}
+
+func TestValidateRequiresServers(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	assert.ErrorContains(t, cfg.Validate(), "servers: at least one server is required")
+}

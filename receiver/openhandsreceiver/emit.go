@@ -1,0 +1,85 @@
+package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
+)
+
+const scopeName = "github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
+
+// sessionEmitter owns one session's (epoch, seq) and turns its AEP events
+// into log records: one ResourceLogs per conversation.
+type sessionEmitter struct {
+	next     consumer.Logs
+	resource pcommon.Resource // template, copied into every batch
+	epoch    int64
+	seq      int64
+	retry    backoff.Config
+	tel      *telemetry
+	logger   *zap.Logger
+}
+
+// emit assigns each event its position and hands the batch to the next
+// consumer. This is the only place that assigns seq: positions follow
+// emission order, strictly increasing within the epoch.
+func (e *sessionEmitter) emit(ctx context.Context, events []*aep.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	logs := plog.NewLogs()
+	rl := logs.ResourceLogs().AppendEmpty()
+	e.resource.CopyTo(rl.Resource())
+	sl := rl.ScopeLogs().AppendEmpty()
+	sl.Scope().SetName(scopeName)
+	observed := pcommon.NewTimestampFromTime(time.Now())
+	for _, ev := range events {
+		ev.Epoch, ev.Seq = aep.Int64(e.epoch), aep.Int64(e.seq)
+		e.seq++
+		lr := plog.NewLogRecord()
+		if err := projection.ToLogRecord(ev, lr, projection.Options{}); err != nil {
+			// The mapper built an event the projection refuses: a bug, but
+			// one event must not stop the session. The seq gap stays legal.
+			e.logger.Error("dropping an AEP event the projection refused",
+				zap.String("aep.type", ev.Type), zap.String("aep.id", ev.ID), zap.Error(err))
+			continue
+		}
+		lr.SetObservedTimestamp(observed)
+		lr.MoveTo(sl.LogRecords().AppendEmpty())
+		e.tel.aepEvent(ctx, ev.Type)
+	}
+	return e.consume(ctx, logs)
+}
+
+// consume retries refusals the pipeline calls temporary (a memory limiter
+// under pressure) so that backpressure slows this conversation down rather
+// than dropping its events; a permanent refusal is logged and dropped.
+func (e *sessionEmitter) consume(ctx context.Context, logs plog.Logs) error {
+	for attempt := 0; ; attempt++ {
+		err := e.next.ConsumeLogs(ctx, logs)
+		if err == nil {
+			return nil
+		}
+		if consumererror.IsPermanent(err) {
+			e.logger.Error("the pipeline permanently refused AEP log records; they are dropped",
+				zap.Int("records", logs.LogRecordCount()), zap.Error(err))
+			return nil
+		}
+		if attempt == 0 {
+			e.logger.Warn("the pipeline refused AEP log records; retrying", zap.Error(err))
+		}
+		if err := e.retry.Sleep(ctx, attempt); err != nil {
+			return fmt.Errorf("emit %d AEP log records: %w", logs.LogRecordCount(), err)
+		}
+	}
+}

@@ -1,0 +1,220 @@
+package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/receiver"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/capture"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/ratelog"
+	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
+)
+
+// logEvery is how often one cause of trouble may be logged.
+const logEvery = time.Minute
+
+type openhandsReceiver struct {
+	cfg      *Config
+	set      receiver.Settings
+	next     consumer.Logs
+	tel      *telemetry
+	rl       *ratelog.Logger
+	redactor *capture.Redactor
+
+	host     component.Host
+	cancel   context.CancelFunc
+	watchers sync.WaitGroup
+
+	healthMu   sync.Mutex
+	health     map[string]error // per server; nil = healthy
+	lastStatus componentstatus.Status
+}
+
+func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*openhandsReceiver, error) {
+	tel, err := newTelemetry(set.TelemetrySettings)
+	if err != nil {
+		return nil, fmt.Errorf("create openhands receiver telemetry: %w", err)
+	}
+	redactor, err := newRedactor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create openhands receiver redaction: %w", err)
+	}
+	r := &openhandsReceiver{
+		cfg: cfg, set: set, next: next, tel: tel, redactor: redactor,
+		rl:     ratelog.New(set.Logger, logEvery),
+		health: make(map[string]error),
+	}
+	// Every conversation gets this configuration; check it once, now.
+	if _, err := mapping.NewConversation(r.mappingConfig("localhost:0", "config-check")); err != nil {
+		return nil, fmt.Errorf("create openhands receiver: %w", err)
+	}
+	return r, nil
+}
+
+func (r *openhandsReceiver) Start(ctx context.Context, host component.Host) error {
+	r.host = host
+	epoch := processEpochs.next()
+	r.set.Logger.Info("openhands receiver starting", zap.Int64("aep.epoch", epoch), zap.Int("servers", len(r.cfg.Servers)))
+	watches := make([]*serverWatch, 0, len(r.cfg.Servers))
+	for i := range r.cfg.Servers {
+		api, err := r.newAgentServer(ctx, host, &r.cfg.Servers[i])
+		if err != nil {
+			return fmt.Errorf("servers[%d]: %w", i, err)
+		}
+		watches = append(watches, r.newServerWatch(api, epoch))
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	for _, w := range watches {
+		r.watchers.Go(func() { w.run(runCtx) })
+	}
+	return nil
+}
+
+func (r *openhandsReceiver) Shutdown(ctx context.Context) error {
+	if r.cancel == nil {
+		return nil
+	}
+	r.cancel()
+	done := make(chan struct{})
+	go func() {
+		r.watchers.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("openhands receiver shutdown: %w", ctx.Err())
+	}
+}
+
+func (r *openhandsReceiver) newAgentServer(ctx context.Context, host component.Host, sc *ServerConfig) (*agentServer, error) {
+	base, err := url.Parse(sc.Endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("endpoint: %w", err)
+	}
+	client, err := sc.ToClient(ctx, host.GetExtensions(), r.set.TelemetrySettings)
+	if err != nil {
+		return nil, fmt.Errorf("http client: %w", err)
+	}
+	tlsConfig, err := sc.TLS.LoadTLSConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("tls: %w", err)
+	}
+	name := sc.Name
+	if name == "" {
+		name = base.Host
+	}
+	return &agentServer{
+		name:     name,
+		base:     base,
+		hostPort: hostPortOf(base),
+		key:      sc.SessionAPIKey,
+		client:   client,
+		dialer: &websocket.Dialer{
+			Proxy:            http.ProxyFromEnvironment,
+			HandshakeTimeout: handshakeTimeout(sc.Timeout),
+			TLSClientConfig:  tlsConfig,
+		},
+		maxFrame: r.cfg.MaxFrameBytes,
+	}, nil
+}
+
+func handshakeTimeout(configured time.Duration) time.Duration {
+	if configured > 0 {
+		return configured
+	}
+	return 30 * time.Second
+}
+
+func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serverWatch {
+	resource := pcommon.NewResource()
+	projection.SetResource(resource, r.cfg.Agent)
+	attrs := resource.Attributes()
+	host, port, _ := net.SplitHostPort(api.hostPort)
+	attrs.PutStr("server.address", host)
+	if p, err := strconv.ParseInt(port, 10, 64); err == nil {
+		attrs.PutInt("server.port", p)
+	}
+	attrs.PutStr("openhands.server.name", api.name)
+	logger := r.set.Logger.With(zap.String("server", api.name))
+
+	return &serverWatch{
+		api:          api,
+		pollInterval: r.cfg.PollInterval,
+		idleDetach:   r.cfg.IdleDetach,
+		reconnect:    r.cfg.Reconnect,
+		health:       r.reportHealth,
+		tel:          r.tel,
+		logger:       logger,
+		rl:           r.rl,
+		convs:        make(map[string]*conversation),
+		ended:        newRecentIDs(dedupeWindow),
+		newSession: func(info conversationInfo, w *serverWatch) (*conversation, error) {
+			mapper, err := mapping.NewConversation(r.mappingConfig(api.hostPort, info.ID))
+			if err != nil {
+				return nil, err
+			}
+			return &conversation{
+				id:     info.ID,
+				watch:  w,
+				info:   info,
+				mapper: mapper,
+				emitter: &sessionEmitter{
+					next: r.next, resource: resource, epoch: epoch,
+					retry: r.cfg.Reconnect, tel: r.tel, logger: logger,
+				},
+				seen: newRecentIDs(dedupeWindow),
+			}, nil
+		},
+	}
+}
+
+// reportHealth folds per-server health into the component status: any
+// server refusing our key is a permanent error, any unreachable one a
+// recoverable error, all reachable OK. Only changes are reported.
+func (r *openhandsReceiver) reportHealth(server string, err error) {
+	r.healthMu.Lock()
+	defer r.healthMu.Unlock()
+	r.health[server] = err
+	var permanent, recoverable []error
+	for name, e := range r.health {
+		switch {
+		case e == nil:
+		case errors.Is(e, errAuthRejected):
+			permanent = append(permanent, fmt.Errorf("server %s: %w", name, e))
+		default:
+			recoverable = append(recoverable, fmt.Errorf("server %s: %w", name, e))
+		}
+	}
+	var ev *componentstatus.Event
+	switch {
+	case len(permanent) > 0:
+		ev = componentstatus.NewPermanentErrorEvent(errors.Join(permanent...))
+	case len(recoverable) > 0:
+		ev = componentstatus.NewRecoverableErrorEvent(errors.Join(recoverable...))
+	default:
+		ev = componentstatus.NewEvent(componentstatus.StatusOK)
+	}
+	if ev.Status() == r.lastStatus && ev.Status() == componentstatus.StatusOK {
+		return
+	}
+	r.lastStatus = ev.Status()
+	componentstatus.ReportStatus(r.host, ev)
+}

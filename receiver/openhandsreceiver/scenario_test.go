@@ -1,0 +1,578 @@
+package openhandsreceiver
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/config/configopaque"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/schema"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/stream"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
+	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
+)
+
+const (
+	waitFor = 15 * time.Second
+	tick    = 5 * time.Millisecond
+	testKey = "stub-session-key"
+)
+
+// statusHost records the component status the receiver reports.
+type statusHost struct {
+	component.Host
+	mu     sync.Mutex
+	events []*componentstatus.Event
+}
+
+func (h *statusHost) Report(ev *componentstatus.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, ev)
+}
+
+func (h *statusHost) last() componentstatus.Status {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.events) == 0 {
+		return componentstatus.StatusNone
+	}
+	return h.events[len(h.events)-1].Status()
+}
+
+// harness is one receiver against stub agent servers, with its output.
+type harness struct {
+	t    *testing.T
+	sink *consumertest.LogsSink
+	host *statusHost
+	rcv  *openhandsReceiver
+}
+
+func fastConfig(servers ...*oh.Server) *Config {
+	cfg := createDefaultConfig().(*Config)
+	for _, s := range servers {
+		sc := ServerConfig{SessionAPIKey: testKey}
+		sc.Endpoint = s.URL()
+		cfg.Servers = append(cfg.Servers, sc)
+	}
+	cfg.PollInterval = 50 * time.Millisecond
+	cfg.Reconnect = backoff.Config{InitialInterval: 10 * time.Millisecond, MaxInterval: 100 * time.Millisecond, Jitter: 0.2}
+	return cfg
+}
+
+func startStub(t *testing.T) *oh.Server {
+	return oh.Start(t, oh.Config{SessionAPIKeys: []string{testKey}})
+}
+
+func startHarness(t *testing.T, cfg *Config) *harness {
+	t.Helper()
+	require.NoError(t, cfg.Validate())
+	h := &harness{t: t, sink: new(consumertest.LogsSink), host: &statusHost{Host: componenttest.NewNopHost()}}
+	set := receivertest.NewNopSettings(componentType)
+	set.Logger = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	r, err := NewFactory().CreateLogs(context.Background(), set, cfg, h.sink)
+	require.NoError(t, err)
+	h.rcv = r.(*openhandsReceiver)
+	require.NoError(t, r.Start(context.Background(), h.host))
+	t.Cleanup(func() { require.NoError(t, r.Shutdown(context.Background())) })
+	return h
+}
+
+// events decodes every emitted log record back into its AEP event, in
+// emission order.
+func (h *harness) events() []*aep.Event {
+	var out []*aep.Event
+	for _, logs := range h.sink.AllLogs() {
+		for _, rl := range logs.ResourceLogs().All() {
+			for _, sl := range rl.ScopeLogs().All() {
+				for _, lr := range sl.LogRecords().All() {
+					ev, err := projection.FromLogRecord(lr, rl.Resource())
+					require.NoError(h.t, err)
+					out = append(out, ev)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (h *harness) session(id string) []*aep.Event {
+	var out []*aep.Event
+	for _, ev := range h.events() {
+		if ev.Session == id {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func types(evs []*aep.Event) []string {
+	out := make([]string, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.Type
+	}
+	return out
+}
+
+// waitTypes waits until the session's emitted types end with want.
+// Connect-time state.snapshot events (one per connection, emitted after
+// the history they predate) are ignored unless want names them.
+func (h *harness) waitTypes(session string, want ...string) []*aep.Event {
+	h.t.Helper()
+	keepSnapshots := slices.Contains(want, "state.snapshot")
+	deadline := time.Now().Add(waitFor)
+	for {
+		got := h.session(session)
+		ts := types(got)
+		if !keepSnapshots {
+			ts = slices.DeleteFunc(ts, func(t string) bool { return t == "state.snapshot" })
+		}
+		if len(ts) >= len(want) && slices.Equal(ts[len(ts)-len(want):], want) {
+			return got
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("session %s emitted %v, want it to end with %v", session, types(got), want)
+		}
+		time.Sleep(tick)
+	}
+}
+
+// validate checks every emitted event against the schemas and the whole
+// stream against the AEP stream rules, and that no AEP id repeats.
+func (h *harness) validate() {
+	h.t.Helper()
+	var checker stream.Checker
+	ids := map[string]bool{}
+	for _, ev := range h.events() {
+		require.NoError(h.t, schema.Validate(ev), "%s %s", ev.Type, ev.ID)
+		require.NoError(h.t, checker.Add(ev), "%s %s", ev.Type, ev.ID)
+		key := ev.Source + " " + ev.ID
+		require.False(h.t, ids[key], "AEP id %s emitted twice", ev.ID)
+		ids[key] = true
+	}
+}
+
+// assertEveryVendorEventOnce checks that each persisted vendor event of
+// conv (TokenEvent aside) produced AEP output exactly once.
+func (h *harness) assertEveryVendorEventOnce(conv *oh.Conversation) {
+	h.t.Helper()
+	primary := map[string]int{} // vendor id → AEP events whose first output it is
+	seen := map[string]bool{}
+	for _, ev := range h.session(conv.ID()) {
+		vid, _ := ev.Data["vendor_event_id"].(string)
+		if vid == "" || seen[vid+" "+ev.Type] {
+			assert.False(h.t, vid != "" && seen[vid+" "+ev.Type], "vendor event %s mapped to %s twice", vid, ev.Type)
+			continue
+		}
+		seen[vid+" "+ev.Type] = true
+		primary[vid]++
+	}
+	for _, ve := range conv.Events() {
+		if ve.Kind() == oh.KindTokenEvent {
+			continue
+		}
+		assert.NotZero(h.t, primary[ve.ID()], "vendor event %s (%s) never emitted", ve.ID(), ve.Kind())
+	}
+}
+
+// waitLive waits until the conversation's n-th connection has drained its
+// history: its connect-time snapshot is emitted after the history, so from
+// then on frames are handled in arrival order.
+func (h *harness) waitLive(conv *oh.Conversation, n int) {
+	h.t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for count(h.session(conv.ID()), "state.snapshot") < n {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("conversation %s never went live (connection %d)", conv.ID(), n)
+		}
+		time.Sleep(tick)
+	}
+}
+
+func mustAppend(t *testing.T, c *oh.Conversation, ev oh.Event) oh.Event {
+	t.Helper()
+	out, err := c.Append(ev)
+	require.NoError(t, err)
+	return out
+}
+
+func mustStatus(t *testing.T, c *oh.Conversation, status string) {
+	t.Helper()
+	_, err := c.SetStatus(status)
+	require.NoError(t, err)
+}
+
+func newConversation(t *testing.T, s *oh.Server) *oh.Conversation {
+	t.Helper()
+	c, err := s.CreateConversation(oh.ConversationOptions{})
+	require.NoError(t, err)
+	return c
+}
+
+func waitSockets(t *testing.T, c *oh.Conversation, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	require.NoError(t, c.WaitSockets(ctx, n), "conversation %s: want %d sockets", c.ID(), n)
+}
+
+func TestApprovalLoopAndIsErrorSplit(t *testing.T) {
+	stub := startStub(t)
+	conv := newConversation(t, stub)
+	h := startHarness(t, fastConfig(stub))
+	h.waitTypes(conv.ID(), "session.started", "state.snapshot")
+	h.waitLive(conv, 1)
+
+	_, err := conv.SendUserMessage("list the files", false)
+	require.NoError(t, err)
+	mustStatus(t, conv, oh.StatusRunning)
+	act := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{Action: map[string]any{"kind": "TerminalAction", "command": "ls"}, SecurityRisk: "LOW"}))
+	mustAppend(t, conv, oh.ObservationEvent(act, "README.md", false))
+	act2 := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{Action: map[string]any{"kind": "TerminalAction", "command": "rm -rf /tmp/x"}}))
+	mustStatus(t, conv, oh.StatusWaitingForConfirmation)
+	mustStatus(t, conv, oh.StatusRunning)
+	mustAppend(t, conv, oh.ObservationEvent(act2, "permission denied", true))
+	mustStatus(t, conv, oh.StatusFinished)
+
+	got := h.waitTypes(conv.ID(),
+		"x.openhands.message.event", "state.delta", // last_user_message_id
+		"run.started", "state.delta",
+		"tool.requested", "tool.completed", "tool.requested",
+		"state.delta", "attention.requested",
+		"state.delta", "attention.resolved",
+		"tool.failed",
+		"state.delta", "run.finished")
+	byType := map[string]*aep.Event{}
+	for _, ev := range got {
+		byType[ev.Type] = ev
+	}
+	req, res := byType["attention.requested"], byType["attention.resolved"]
+	assert.Equal(t, map[string]any{
+		"kind": "permission", "prompt": "Awaiting confirmation for a pending action",
+		"vendor_ts": req.Data["vendor_ts"], "vendor_event_id": req.Data["vendor_event_id"],
+	}, req.Data, "read-only: no options, no respond path")
+	assert.Equal(t, aep.SeverityNotice, req.Severity)
+	assert.Equal(t, req.ID, res.Subject)
+	assert.Equal(t, "answered", res.Data["resolution"])
+	assert.Equal(t, "run:"+conv.ID()+":1", byType["tool.failed"].Run)
+	assert.Equal(t, map[string]any{"type": "tool_error"}, byType["tool.failed"].Data["error"])
+	assert.Equal(t, "aep://"+stub.Addr()+"/agent/openhands/session/"+conv.ID(), got[0].Source)
+
+	h.validate()
+	h.assertEveryVendorEventOnce(conv)
+	assertReadOnly(t, stub)
+}
+
+// assertReadOnly proves the receiver's write posture from the stub's own
+// records: every REST request a GET, every inbound socket frame an auth frame.
+func assertReadOnly(t *testing.T, stub *oh.Server) {
+	t.Helper()
+	assert.Empty(t, stub.Writes(), "the receiver must not write over REST")
+	for _, r := range stub.Requests() {
+		assert.Equal(t, "GET", r.Method, r.Path)
+	}
+	frames := stub.InboundFrames()
+	assert.NotEmpty(t, frames, "the auth frame is recorded")
+	for _, f := range frames {
+		assert.True(t, f.IsAuth(), "inbound frame %q is not an auth frame", f.Data)
+	}
+}
+
+func TestTerminalStatuses(t *testing.T) {
+	for _, tc := range []struct {
+		status string
+		want   []string
+	}{
+		{oh.StatusFinished, []string{"state.delta", "run.finished"}},
+		{oh.StatusError, []string{"state.delta", "run.failed"}},
+		{oh.StatusStuck, []string{"state.delta", "run.failed"}},
+		{oh.StatusIdle, []string{"state.delta", "run.finished"}},
+	} {
+		t.Run(tc.status, func(t *testing.T) {
+			stub := startStub(t)
+			conv := newConversation(t, stub)
+			h := startHarness(t, fastConfig(stub))
+			h.waitLive(conv, 1)
+			mustStatus(t, conv, oh.StatusRunning)
+			mustStatus(t, conv, tc.status)
+			got := h.waitTypes(conv.ID(), tc.want...)
+			terminal := last(got, tc.want[1])
+			assert.Equal(t, "run:"+conv.ID()+":1", terminal.Run)
+			switch tc.status {
+			case oh.StatusError, oh.StatusStuck:
+				assert.Equal(t, tc.status, terminal.Data["reason"])
+			case oh.StatusIdle:
+				assert.Equal(t, "idle", terminal.Data["reason"])
+			}
+			h.validate()
+		})
+	}
+
+	t.Run("deleted with pending attention", func(t *testing.T) {
+		stub := startStub(t)
+		conv := newConversation(t, stub)
+		h := startHarness(t, fastConfig(stub))
+		h.waitLive(conv, 1)
+		mustStatus(t, conv, oh.StatusRunning)
+		mustStatus(t, conv, oh.StatusWaitingForConfirmation)
+		h.waitTypes(conv.ID(), "state.delta", "attention.requested")
+		require.NoError(t, conv.Delete())
+		got := h.waitTypes(conv.ID(), "attention.resolved", "run.cancelled", "session.ended")
+		assert.Equal(t, "dismissed", last(got, "attention.resolved").Data["resolution"])
+		assert.Equal(t, "killed", last(got, "session.ended").Data["reason"])
+		h.validate()
+		assert.Eventually(t, func() bool { return conv.Sockets() == 0 }, waitFor, tick, "the socket is released")
+	})
+}
+
+func TestDeltasOffThenOn(t *testing.T) {
+	for _, deltas := range []bool{false, true} {
+		t.Run(fmt.Sprintf("deltas=%v", deltas), func(t *testing.T) {
+			stub := startStub(t)
+			conv := newConversation(t, stub)
+			cfg := fastConfig(stub)
+			cfg.Deltas = deltas
+			h := startHarness(t, cfg)
+			h.waitLive(conv, 1)
+			mustStatus(t, conv, oh.StatusRunning)
+			_, err := conv.StreamAgentMessage("Hel", "lo")
+			require.NoError(t, err)
+			mustAppend(t, conv, oh.TokenEvent([]int{1, 2}, []int{3}))
+			mustStatus(t, conv, oh.StatusFinished)
+			got := h.waitTypes(conv.ID(), "state.delta", "run.finished")
+			deltaCount := 0
+			for _, ev := range got {
+				if ev.Type == "x.openhands.streaming.delta" {
+					deltaCount++
+					assert.NotContains(t, ev.Data, "payload", "content rides only at redacted or above")
+				}
+			}
+			if deltas {
+				assert.Equal(t, 2, deltaCount)
+			} else {
+				assert.Zero(t, deltaCount)
+			}
+			h.validate()
+		})
+	}
+}
+
+func TestReconnectMidRunWithOverlap(t *testing.T) {
+	stub := startStub(t)
+	conv := newConversation(t, stub)
+	h := startHarness(t, fastConfig(stub))
+	h.waitLive(conv, 1)
+	mustStatus(t, conv, oh.StatusRunning)
+	act := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
+	h.waitTypes(conv.ID(), "tool.requested")
+
+	conv.DropSockets()
+	// While the receiver is away the run goes on.
+	mustAppend(t, conv, oh.ObservationEvent(act, "ok", false))
+	act2 := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
+	waitSockets(t, conv, 1)
+	mustAppend(t, conv, oh.ObservationEvent(act2, "ok", false))
+	mustStatus(t, conv, oh.StatusFinished)
+
+	got := h.waitTypes(conv.ID(), "state.delta", "run.finished")
+	assert.Equal(t, 1, count(got, "run.started"), "one run across the reconnect")
+	assert.Equal(t, 2, count(got, "tool.completed"))
+	assert.Equal(t, 2, count(got, "state.snapshot"), "one connect snapshot per connection")
+	h.validate()
+	h.assertEveryVendorEventOnce(conv)
+}
+
+// last returns the last event of type typ.
+func last(evs []*aep.Event, typ string) *aep.Event {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Type == typ {
+			return evs[i]
+		}
+	}
+	return nil
+}
+
+func count(evs []*aep.Event, typ string) int {
+	n := 0
+	for _, ev := range evs {
+		if ev.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+// TestAdversarialInterleaving appends events while the receiver pages the
+// history, on every page, so live frames overlap the history in both
+// directions; each vendor event must still come out once, in log order.
+func TestAdversarialInterleaving(t *testing.T) {
+	stub := startStub(t)
+	conv := newConversation(t, stub)
+	mustStatus(t, conv, oh.StatusRunning)
+	for range 150 { // more than one page of history
+		mustAppend(t, conv, oh.MessageEvent("agent", "thinking"))
+	}
+	var appended sync.WaitGroup
+	stub.OnEventSearch(func(string) {
+		appended.Go(func() {
+			for range 5 {
+				_, _ = conv.Append(oh.MessageEvent("agent", "live"))
+			}
+		})
+		appended.Wait()
+	})
+	h := startHarness(t, fastConfig(stub))
+	h.waitLive(conv, 1)
+	stub.OnEventSearch(nil)
+	mustStatus(t, conv, oh.StatusFinished)
+	h.waitTypes(conv.ID(), "state.delta", "run.finished")
+
+	// Log order: the vendor events' AEP outputs follow the server's log.
+	var emitted []string
+	for _, ev := range h.session(conv.ID()) {
+		if id, _ := ev.Data["vendor_event_id"].(string); id != "" && ev.Type != "run.started" && ev.Type != "run.finished" {
+			emitted = append(emitted, id)
+		}
+	}
+	var logOrder []string
+	for _, ve := range conv.Events() {
+		logOrder = append(logOrder, ve.ID())
+	}
+	// The connect snapshot is transient (not in the log); drop it.
+	emitted = slices.DeleteFunc(emitted, func(id string) bool { return !slices.Contains(logOrder, id) })
+	assert.Equal(t, logOrder, emitted)
+	h.validate()
+	h.assertEveryVendorEventOnce(conv)
+}
+
+func TestTwoServers(t *testing.T) {
+	a, b := startStub(t), startStub(t)
+	ca, cb := newConversation(t, a), newConversation(t, b)
+	h := startHarness(t, fastConfig(a, b))
+	h.waitLive(ca, 1)
+	h.waitLive(cb, 1)
+	mustStatus(t, ca, oh.StatusRunning)
+	mustStatus(t, cb, oh.StatusRunning)
+	mustStatus(t, ca, oh.StatusFinished)
+	mustStatus(t, cb, oh.StatusStuck)
+	h.waitTypes(ca.ID(), "state.delta", "run.finished")
+	h.waitTypes(cb.ID(), "state.delta", "run.failed")
+	assert.NotEqual(t, h.session(ca.ID())[0].Source, h.session(cb.ID())[0].Source)
+	h.validate()
+	assertReadOnly(t, a)
+	assertReadOnly(t, b)
+}
+
+func TestSessionEndsWhenConversationDisappears(t *testing.T) {
+	stub := startStub(t)
+	conv := newConversation(t, stub)
+	h := startHarness(t, fastConfig(stub))
+	h.waitLive(conv, 1)
+	require.NoError(t, conv.Delete())
+	got := h.waitTypes(conv.ID(), "session.ended")
+	assert.Equal(t, "killed", last(got, "session.ended").Data["reason"])
+	// Later polls must not bring it back.
+	time.Sleep(5 * fastConfig(stub).PollInterval)
+	assert.Equal(t, 1, count(h.session(conv.ID()), "session.started"))
+	h.validate()
+}
+
+func TestIdleDetachAndReattach(t *testing.T) {
+	stub := startStub(t)
+	conv := newConversation(t, stub)
+	cfg := fastConfig(stub)
+	cfg.IdleDetach = 200 * time.Millisecond
+	h := startHarness(t, cfg)
+	h.waitLive(conv, 1)
+	mustStatus(t, conv, oh.StatusRunning)
+	mustStatus(t, conv, oh.StatusFinished)
+	h.waitTypes(conv.ID(), "state.delta", "run.finished")
+	assert.Eventually(t, func() bool { return conv.Sockets() == 0 }, waitFor, tick, "an idle conversation is detached")
+
+	mustStatus(t, conv, oh.StatusRunning) // search shows it move
+	waitSockets(t, conv, 1)
+	got := h.waitTypes(conv.ID(), "run.started", "state.delta")
+	assert.Equal(t, "run:"+conv.ID()+":2", last(got, "state.delta").Run)
+	h.validate()
+	h.assertEveryVendorEventOnce(conv)
+}
+
+func TestBadInputKeepsOtherConversationsFlowing(t *testing.T) {
+	stub := startStub(t)
+	bad, good := newConversation(t, stub), newConversation(t, stub)
+	h := startHarness(t, fastConfig(stub))
+	h.waitLive(bad, 1)
+	h.waitLive(good, 1)
+
+	for _, f := range [][]byte{oh.BadJSONFrame(), oh.MissingFieldsFrame(), oh.UnknownKindFrame()} {
+		require.Equal(t, 1, bad.InjectFrame(oh.EndpointEvents, f))
+	}
+	mustStatus(t, good, oh.StatusRunning)
+	mustStatus(t, bad, oh.StatusRunning)
+	h.waitTypes(good.ID(), "run.started", "state.delta")
+	got := h.waitTypes(bad.ID(), "x.openhands.future.telepathy", "run.started", "state.delta")
+	assert.Equal(t, aep.SeverityDebug, last(got, "x.openhands.future.telepathy").Severity,
+		"the unknown kind degrades to x.openhands.* visibility")
+
+	// An oversize frame drops the socket; the receiver comes back.
+	bad.InjectFrame(oh.EndpointEvents, oh.OversizeFrame(int(h.rcv.cfg.MaxFrameBytes)+1))
+	h.waitLive(bad, 2)
+	mustStatus(t, bad, oh.StatusFinished)
+	h.waitTypes(bad.ID(), "state.delta", "run.finished")
+
+	// Garbage and looping search pages: logged, existing sessions unharmed.
+	stub.SetConversationSearchFault(oh.SearchLoop)
+	time.Sleep(3 * h.rcv.cfg.PollInterval)
+	stub.SetConversationSearchFault(oh.SearchGarbage)
+	time.Sleep(3 * h.rcv.cfg.PollInterval)
+	assert.Equal(t, componentstatus.StatusRecoverableError, h.host.last())
+	stub.SetConversationSearchFault(oh.SearchOK)
+	assert.Eventually(t, func() bool { return h.host.last() == componentstatus.StatusOK }, waitFor, tick)
+	mustStatus(t, good, oh.StatusFinished)
+	h.waitTypes(good.ID(), "state.delta", "run.finished")
+	assert.Zero(t, count(h.session(good.ID()), "session.ended"), "a broken search ends nothing")
+	h.validate()
+}
+
+func TestWrongKeyIsPermanent(t *testing.T) {
+	stub := startStub(t)
+	newConversation(t, stub)
+	cfg := fastConfig(stub)
+	cfg.Servers[0].SessionAPIKey = configopaque.String("wrong")
+	h := startHarness(t, cfg)
+	assert.Eventually(t, func() bool { return h.host.last() == componentstatus.StatusPermanentError }, waitFor, tick)
+	assert.Empty(t, h.events())
+}
+
+func TestAgentServerRestartMidRun(t *testing.T) {
+	stub := startStub(t)
+	conv := newConversation(t, stub)
+	h := startHarness(t, fastConfig(stub))
+	h.waitLive(conv, 1)
+	mustStatus(t, conv, oh.StatusRunning)
+	mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
+	h.waitTypes(conv.ID(), "tool.requested")
+
+	require.NoError(t, stub.Restart()) // a running conversation comes back as error
+	waitSockets(t, conv, 1)
+	got := h.waitTypes(conv.ID(), "state.delta", "run.failed", "tool.failed")
+	assert.Equal(t, "error", last(got, "run.failed").Data["reason"])
+	assert.Equal(t, 1, count(got, "run.started"))
+	h.validate()
+	h.assertEveryVendorEventOnce(conv)
+}

@@ -1,0 +1,66 @@
+package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
+)
+
+// telemetry holds the receiver's internal metrics (README "Metrics").
+type telemetry struct {
+	attached        metric.Int64UpDownCounter
+	vendorEvents    metric.Int64Counter
+	aepEvents       metric.Int64Counter
+	duplicates      metric.Int64Counter
+	reconnects      metric.Int64Counter
+	decodeErrors    metric.Int64Counter
+	mappingDuration metric.Float64Histogram
+}
+
+func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
+	m := set.MeterProvider.Meter("github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver")
+	var t telemetry
+	var errs [7]error
+	t.attached, errs[0] = m.Int64UpDownCounter("otelcol_openhands_conversations_attached",
+		metric.WithDescription("Conversations with an attached WebSocket."), metric.WithUnit("{conversation}"))
+	t.vendorEvents, errs[1] = m.Int64Counter("otelcol_openhands_vendor_events",
+		metric.WithDescription("Agent-server events received, by kind (duplicates included)."), metric.WithUnit("{event}"))
+	t.aepEvents, errs[2] = m.Int64Counter("otelcol_openhands_aep_events",
+		metric.WithDescription("AEP events emitted as log records, by type."), metric.WithUnit("{event}"))
+	t.duplicates, errs[3] = m.Int64Counter("otelcol_openhands_duplicates_dropped",
+		metric.WithDescription("Vendor events dropped because their id was already seen (replay overlap)."), metric.WithUnit("{event}"))
+	t.reconnects, errs[4] = m.Int64Counter("otelcol_openhands_reconnects",
+		metric.WithDescription("Socket re-attach attempts after a drop."), metric.WithUnit("{reconnect}"))
+	t.decodeErrors, errs[5] = m.Int64Counter("otelcol_openhands_decode_errors",
+		metric.WithDescription("Frames, pages or events that could not be decoded, by cause."), metric.WithUnit("{error}"))
+	t.mappingDuration, errs[6] = m.Float64Histogram("otelcol_openhands_mapping_duration",
+		metric.WithDescription("Time to map one vendor event to AEP events."), metric.WithUnit("s"))
+	return &t, errors.Join(errs[:]...)
+}
+
+func (t *telemetry) decodeError(ctx context.Context, cause string) {
+	t.decodeErrors.Add(ctx, 1, metric.WithAttributes(attribute.String("cause", cause)))
+}
+
+// vendorEvent counts one received event; kinds outside the known union
+// count as "other" so that a server cannot blow up metric cardinality.
+func (t *telemetry) vendorEvent(ctx context.Context, kind string) {
+	if !mapping.KnownKind(kind) {
+		kind = "other"
+	}
+	t.vendorEvents.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", kind)))
+}
+
+func (t *telemetry) aepEvent(ctx context.Context, eventType string) {
+	t.aepEvents.Add(ctx, 1, metric.WithAttributes(attribute.String("type", eventType)))
+}
+
+func (t *telemetry) mapped(ctx context.Context, d time.Duration) {
+	t.mappingDuration.Record(ctx, d.Seconds())
+}
