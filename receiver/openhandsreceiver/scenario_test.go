@@ -16,6 +16,8 @@ import (
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
@@ -60,7 +62,30 @@ type harness struct {
 	t    *testing.T
 	sink *consumertest.LogsSink
 	host *statusHost
+	tel  *componenttest.Telemetry
 	rcv  *openhandsReceiver
+}
+
+// metric sums the data points of an internal counter whose attribute
+// key=value (all points when key is "").
+func (h *harness) metric(name, key, value string) int64 {
+	h.t.Helper()
+	m, err := h.tel.GetMetric(name)
+	if err != nil {
+		return 0
+	}
+	var total int64
+	switch data := m.Data.(type) {
+	case metricdata.Sum[int64]:
+		for _, dp := range data.DataPoints {
+			if v, ok := dp.Attributes.Value(attribute.Key(key)); key == "" || (ok && v.AsString() == value) {
+				total += dp.Value
+			}
+		}
+	default:
+		h.t.Fatalf("metric %s is a %T, not an int64 sum", name, m.Data)
+	}
+	return total
 }
 
 func fastConfig(servers ...*oh.Server) *Config {
@@ -82,8 +107,10 @@ func startStub(t *testing.T) *oh.Server {
 func startHarness(t *testing.T, cfg *Config) *harness {
 	t.Helper()
 	require.NoError(t, cfg.Validate())
-	h := &harness{t: t, sink: new(consumertest.LogsSink), host: &statusHost{Host: componenttest.NewNopHost()}}
+	h := &harness{t: t, sink: new(consumertest.LogsSink), host: &statusHost{Host: componenttest.NewNopHost()}, tel: componenttest.NewTelemetry()}
+	t.Cleanup(func() { require.NoError(t, h.tel.Shutdown(context.Background())) })
 	set := receivertest.NewNopSettings(componentType)
+	set.TelemetrySettings = h.tel.NewTelemetrySettings()
 	set.Logger = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	r, err := NewFactory().CreateLogs(context.Background(), set, cfg, h.sink)
 	require.NoError(t, err)
@@ -391,6 +418,9 @@ func TestReconnectMidRunWithOverlap(t *testing.T) {
 
 	got := h.waitTypes(conv.ID(), "state.delta", "run.finished")
 	assert.Equal(t, 1, count(got, "run.started"), "one run across the reconnect")
+	assert.Positive(t, h.metric("otelcol_openhands_reconnects", "", ""))
+	assert.Positive(t, h.metric("otelcol_openhands_duplicates_dropped", "", ""), "the resume margin overlaps")
+	assert.Equal(t, int64(len(h.events())), h.metric("otelcol_openhands_aep_events", "", ""))
 	assert.Equal(t, 2, count(got, "tool.completed"))
 	assert.Equal(t, 2, count(got, "state.snapshot"), "one connect snapshot per connection")
 	h.validate()
@@ -529,6 +559,10 @@ func TestBadInputKeepsOtherConversationsFlowing(t *testing.T) {
 	assert.Equal(t, aep.SeverityDebug, last(got, "x.openhands.future.telepathy").Severity,
 		"the unknown kind degrades to x.openhands.* visibility")
 
+	assert.Equal(t, int64(2), h.metric("otelcol_openhands_decode_errors", "cause", "event"), "bad JSON and missing fields")
+	assert.Equal(t, int64(1), h.metric("otelcol_openhands_vendor_events", "kind", "other"))
+	assert.Equal(t, int64(2), h.metric("otelcol_openhands_conversations_attached", "", ""))
+
 	// An oversize frame drops the socket; the receiver comes back.
 	bad.InjectFrame(oh.EndpointEvents, oh.OversizeFrame(int(h.rcv.cfg.MaxFrameBytes)+1))
 	h.waitLive(bad, 2)
@@ -575,4 +609,19 @@ func TestAgentServerRestartMidRun(t *testing.T) {
 	assert.Equal(t, 1, count(got, "run.started"))
 	h.validate()
 	h.assertEveryVendorEventOnce(conv)
+}
+
+func TestUnknownConversationCloseRetriesAtDiscovery(t *testing.T) {
+	stub := startStub(t)
+	conv := newConversation(t, stub)
+	h := startHarness(t, fastConfig(stub))
+	h.waitLive(conv, 1)
+	conv.CloseSockets(4004, "Conversation not found")
+	// 4004 stops the socket's own retries; discovery still lists the
+	// conversation, so its next round attaches again.
+	h.waitLive(conv, 2)
+	mustStatus(t, conv, oh.StatusRunning)
+	h.waitTypes(conv.ID(), "run.started", "state.delta")
+	assert.Zero(t, h.metric("otelcol_openhands_reconnects", "", ""), "a 4004 is not retried by the socket loop")
+	h.validate()
 }
