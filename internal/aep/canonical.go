@@ -103,16 +103,31 @@ func writeCanonical(b *strings.Builder, v any) error {
 	return nil
 }
 
+// writeCanonicalEvent writes the event's wire form canonically, without
+// a marshal and re-decode round trip.
 func writeCanonicalEvent(b *strings.Builder, e *Event) error {
-	raw, err := e.MarshalJSON()
-	if err != nil {
-		return err
+	m := make(map[string]any, len(coreNames)+len(e.Extensions))
+	for name, ext := range e.Extensions {
+		if err := CheckExtension(name, ext); err != nil {
+			return err
+		}
+		m[name] = ext
 	}
-	v, err := decodeValue(raw)
-	if err != nil {
-		return err
+	for _, name := range coreNames {
+		if p := e.stringAttribute(name); p != nil && *p != "" {
+			m[name] = *p
+		}
 	}
-	return writeCanonical(b, v)
+	if e.Seq != nil {
+		m["seq"] = *e.Seq
+	}
+	if e.Epoch != nil {
+		m["epoch"] = *e.Epoch
+	}
+	if e.Data != nil {
+		m["data"] = e.Data
+	}
+	return writeCanonical(b, m)
 }
 
 // lessUTF16 compares strings by UTF-16 code units, as RFC 8785 §3.2.3 sorts.

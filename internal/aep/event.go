@@ -221,82 +221,102 @@ func writeJSON(b *bytes.Buffer, v any) error {
 // an error; unknown attributes are kept as extensions, whatever their value,
 // so that a relay can preserve them and validation can judge them.
 func (e *Event) UnmarshalJSON(raw []byte) error {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil {
+	v, err := decodeValue(raw)
+	if err != nil {
 		return fmt.Errorf("aep: event is not a JSON object: %w", err)
 	}
-	if fields == nil {
-		return errors.New("aep: event is null")
+	fields, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("aep: event must be a JSON object, got %s", jsonKind(v))
 	}
 	*e = Event{}
-	strs := map[string]*string{
-		"aep": &e.AEP, "id": &e.ID, "type": &e.Type, "subject": &e.Subject,
-		"time": &e.Time, "source": &e.Source, "agent": &e.Agent,
-		"session": &e.Session, "run": &e.Run, "step": &e.Step, "cause": &e.Cause,
-		"traceparent": &e.Traceparent,
-		"severity":    (*string)(&e.Severity), "capture": (*string)(&e.Capture),
-	}
 	for name, val := range fields {
-		switch name {
-		case "seq", "epoch":
-			n, err := decodeInt(val)
-			if err != nil {
-				return fmt.Errorf("aep: attribute %q: %w", name, err)
-			}
-			if name == "seq" {
-				e.Seq = &n
-			} else {
-				e.Epoch = &n
-			}
-		case "data":
-			d, err := decodeValue(val)
-			if err != nil {
-				return fmt.Errorf("aep: attribute \"data\": %w", err)
-			}
-			m, ok := d.(map[string]any)
-			if !ok {
-				return fmt.Errorf("aep: attribute \"data\" must be an object, got %s", jsonKind(d))
-			}
-			e.Data = m
-		default:
-			if p, ok := strs[name]; ok {
-				if err := json.Unmarshal(val, p); err != nil {
-					return fmt.Errorf("aep: attribute %q must be a string", name)
-				}
-				continue
-			}
-			v, err := decodeValue(val)
-			if err != nil {
-				return fmt.Errorf("aep: attribute %q: %w", name, err)
-			}
-			if n, ok := v.(json.Number); ok {
-				if i, err := n.Int64(); err == nil {
-					v = i
-				}
-			}
-			if e.Extensions == nil {
-				e.Extensions = make(map[string]any)
-			}
-			e.Extensions[name] = v
+		if err := e.setAttribute(name, val); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-func decodeInt(raw json.RawMessage) (int64, error) {
-	v, err := decodeValue(raw)
-	if err != nil {
-		return 0, err
+// setAttribute stores one decoded top-level member.
+func (e *Event) setAttribute(name string, val any) error {
+	switch name {
+	case "seq", "epoch":
+		n, ok := val.(json.Number)
+		if !ok {
+			return fmt.Errorf("aep: attribute %q must be an integer, got %s", name, jsonKind(val))
+		}
+		i, err := n.Int64()
+		if err != nil {
+			return fmt.Errorf("aep: attribute %q must be an integer, got %s", name, n)
+		}
+		if name == "seq" {
+			e.Seq = &i
+		} else {
+			e.Epoch = &i
+		}
+	case "data":
+		m, ok := val.(map[string]any)
+		if !ok {
+			return fmt.Errorf("aep: attribute \"data\" must be an object, got %s", jsonKind(val))
+		}
+		e.Data = m
+	default:
+		if p := e.stringAttribute(name); p != nil {
+			s, ok := val.(string)
+			if !ok {
+				return fmt.Errorf("aep: attribute %q must be a string, got %s", name, jsonKind(val))
+			}
+			*p = s
+			return nil
+		}
+		if n, ok := val.(json.Number); ok {
+			if i, err := n.Int64(); err == nil {
+				val = i
+			}
+		}
+		if e.Extensions == nil {
+			e.Extensions = make(map[string]any)
+		}
+		e.Extensions[name] = val
 	}
-	n, ok := v.(json.Number)
-	if !ok {
-		return 0, fmt.Errorf("must be an integer, got %s", jsonKind(v))
+	return nil
+}
+
+// stringAttribute returns the field of a string core attribute, nil for
+// any other name.
+func (e *Event) stringAttribute(name string) *string {
+	switch name {
+	case "aep":
+		return &e.AEP
+	case "id":
+		return &e.ID
+	case "type":
+		return &e.Type
+	case "subject":
+		return &e.Subject
+	case "time":
+		return &e.Time
+	case "source":
+		return &e.Source
+	case "agent":
+		return &e.Agent
+	case "session":
+		return &e.Session
+	case "run":
+		return &e.Run
+	case "step":
+		return &e.Step
+	case "cause":
+		return &e.Cause
+	case "traceparent":
+		return &e.Traceparent
+	case "severity":
+		return (*string)(&e.Severity)
+	case "capture":
+		return (*string)(&e.Capture)
 	}
-	i, err := n.Int64()
-	if err != nil {
-		return 0, fmt.Errorf("must be an integer, got %s", n)
-	}
-	return i, nil
+	return nil
 }
 
 // DecodeValue decodes any JSON value with numbers kept as json.Number.

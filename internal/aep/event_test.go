@@ -154,3 +154,40 @@ func TestDeterministicID(t *testing.T) {
 	assert.Equal(t, "01K00000000000000000000000"[:1], DeterministicID(ts, "k")[:1])
 	assert.Equal(t, "0000000000", DeterministicID(time.Unix(0, 0), "k")[:10])
 }
+
+func benchmarkEvent(b *testing.B) []byte {
+	b.Helper()
+	return goldenLines(b)[3] // tool.completed with traceparent, usage and cost
+}
+
+func BenchmarkParse(b *testing.B) {
+	raw := benchmarkEvent(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkMarshal(b *testing.B) {
+	ev, err := Parse(benchmarkEvent(b))
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ev.MarshalJSON(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCanonical(b *testing.B) {
+	ev, err := Parse(benchmarkEvent(b))
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Canonical(ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
