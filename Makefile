@@ -31,6 +31,11 @@ lint:
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# demo builds the distribution and plays one scripted conversation through
+# it: simulated agent server -> collector -> local AEP relay, on loopback.
+demo: build
+	$(GO) run ./internal/demo -collector $(BIN) -config testdata/demo-config.yaml
+
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 

@@ -1,0 +1,123 @@
+package aeprelayexporter // import "github.com/otelcol-openhands/otelcol-openhands/exporter/aeprelayexporter"
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configopaque"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
+)
+
+// Transport names the relay binding events travel on.
+type Transport string
+
+const (
+	// TransportWebSocket is the duplex binding (AEP-0003 §2): batches are
+	// confirmed by a ping/pong round trip and commands can reach the agent.
+	TransportWebSocket Transport = "websocket"
+	// TransportHTTP is POST {endpoint}/events (AEP-0003 §3.2): emit only.
+	TransportHTTP Transport = "http"
+)
+
+// Config is the aeprelay exporter's configuration.
+type Config struct {
+	// ClientConfig carries endpoint (the relay's http/https base URL), tls,
+	// headers, auth and proxy_url for both bindings; timeout bounds one push
+	// attempt (exporterhelper's per-attempt timeout). compression and the
+	// connection-pool keys apply to the HTTP binding only.
+	confighttp.ClientConfig `mapstructure:",squash"`
+	// QueueConfig is exporterhelper's sending queue (num_consumers 1 by
+	// default, so events leave in the order the receiver emitted them).
+	QueueConfig configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
+	// RetryConfig is exporterhelper's retry of failed pushes.
+	RetryConfig configretry.BackOffConfig `mapstructure:"retry_on_failure"`
+
+	// Transport is websocket (default) or http.
+	Transport Transport `mapstructure:"transport"`
+	// Token is sent as "Authorization: Bearer <token>" (the relay's
+	// AEP_TOKEN). Use either token or auth.
+	Token configopaque.String `mapstructure:"token"`
+	// Agent is the AEP agent identity declared in the WebSocket hello; every
+	// event sent on the socket must carry it.
+	Agent string `mapstructure:"agent"`
+	// Instance disambiguates this process in the hello; empty means
+	// "<hostname>/<pid>".
+	Instance string `mapstructure:"instance"`
+	// Emits is the hello's routing hint: the categories this agent emits.
+	Emits []string `mapstructure:"emits"`
+	// MaxCapture, when set, down-levels every event above it before it
+	// leaves (AEP-0001 §8.2).
+	MaxCapture aep.Capture `mapstructure:"max_capture"`
+	// Control names the extension that accepts commands (see
+	// ControlHandler); without it the hello declares accepts: [].
+	Control *component.ID `mapstructure:"control"`
+	// HelloTimeout bounds the dial plus the wait for the relay's hello.
+	HelloTimeout time.Duration `mapstructure:"hello_timeout"`
+	// ConfirmTimeout bounds the wait for the pong that confirms a batch.
+	ConfirmTimeout time.Duration `mapstructure:"confirm_timeout"`
+	// PingInterval is the idle keepalive; a connection silent for three
+	// intervals is dropped and redialled.
+	PingInterval time.Duration `mapstructure:"ping_interval"`
+	// Reconnect is the WebSocket redial backoff.
+	Reconnect backoff.Config `mapstructure:"reconnect"`
+
+	_ struct{}
+}
+
+var _ component.Config = (*Config)(nil)
+
+// Validate checks the settings this exporter owns; confmap validates the
+// nested collector configs (sending_queue, retry_on_failure, tls, reconnect)
+// and prefixes their messages with their keys.
+func (cfg *Config) Validate() error {
+	var errs []error
+	if err := validateEndpoint(cfg.Endpoint); err != nil {
+		errs = append(errs, fmt.Errorf("endpoint: %w", err))
+	}
+	switch cfg.Transport {
+	case TransportWebSocket, TransportHTTP:
+	default:
+		errs = append(errs, fmt.Errorf("transport: must be %q or %q, got %q", TransportWebSocket, TransportHTTP, cfg.Transport))
+	}
+	if cfg.Token != "" && cfg.Auth.HasValue() {
+		errs = append(errs, errors.New("token: set either token or auth, not both"))
+	}
+	if cfg.Agent == "" {
+		errs = append(errs, errors.New("agent: must not be empty"))
+	}
+	if cfg.MaxCapture != "" && cfg.MaxCapture.Rank() < 0 {
+		errs = append(errs, fmt.Errorf("max_capture: unknown level %q (want none, metadata, redacted or full)", cfg.MaxCapture))
+	}
+	if cfg.Control != nil && cfg.Transport == TransportHTTP {
+		errs = append(errs, errors.New("control: needs transport websocket (the HTTP binding cannot receive commands)"))
+	}
+	for _, d := range [...]struct {
+		key   string
+		value time.Duration
+	}{
+		{"timeout", cfg.Timeout}, {"hello_timeout", cfg.HelloTimeout},
+		{"confirm_timeout", cfg.ConfirmTimeout}, {"ping_interval", cfg.PingInterval},
+	} {
+		if d.value <= 0 {
+			errs = append(errs, fmt.Errorf("%s: must be positive", d.key))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func validateEndpoint(endpoint string) error {
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("must be an http or https URL, got %q", endpoint)
+	}
+	return nil
+}

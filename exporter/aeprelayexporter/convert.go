@@ -1,0 +1,141 @@
+package aeprelayexporter // import "github.com/otelcol-openhands/otelcol-openhands/exporter/aeprelayexporter"
+
+import (
+	"errors"
+	"fmt"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/capture"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/schema"
+)
+
+// Reasons an event is dropped: the reason attribute of
+// otelcol_aeprelay_events_rejected.
+const (
+	// reasonProjection: an AEP record the inverse projection cannot rebuild.
+	reasonProjection = "projection"
+	// reasonAgentMismatch: the event's agent is not the socket's identity.
+	reasonAgentMismatch = "agent_mismatch"
+	// reasonInvalid: the event fails envelope or payload validation.
+	reasonInvalid = "invalid"
+	// reasonRelayInvalid: the relay answered 400 for this event alone.
+	reasonRelayInvalid = "relay_invalid"
+	// reasonTooLarge: the relay answered 413 for this event alone.
+	reasonTooLarge = "too_large"
+)
+
+// outboundEvent is one event ready for the relay.
+type outboundEvent struct {
+	id, typ string
+	// raw is the validated wire form (aep.Event.MarshalJSON).
+	raw []byte
+	// record locates the log record it came from, so that a retry can
+	// carry only the records still to be sent.
+	record recordRef
+}
+
+type recordRef struct{ resource, scope, record int }
+
+// refusal is an event that will not be sent, and why. id and type are
+// empty when the record could not be rebuilt far enough to know them.
+type refusal struct {
+	reason  string
+	id, typ string
+	err     error
+}
+
+// converted sorts one push's records into what leaves and what does not.
+type converted struct {
+	// events are in record order.
+	events []outboundEvent
+	// skipped holds the event_name of each record that is not an AEP event.
+	skipped []string
+	refused []refusal
+}
+
+// converter turns log records back into wire events. It is pure.
+type converter struct {
+	// agent is the envelope agent every event must carry; "" accepts any.
+	agent string
+	// ceiling down-levels events above it; "" leaves them as they are.
+	ceiling aep.Capture
+}
+
+// convert walks ld in record order.
+func (c converter) convert(ld plog.Logs) converted {
+	var out converted
+	for ri, rl := range ld.ResourceLogs().All() {
+		for si, sl := range rl.ScopeLogs().All() {
+			for li, lr := range sl.LogRecords().All() {
+				ev, ref := c.event(lr, rl.Resource())
+				switch {
+				case errors.Is(ref.err, projection.ErrNotAEP):
+					out.skipped = append(out.skipped, lr.EventName())
+				case ref.err != nil:
+					out.refused = append(out.refused, ref)
+				default:
+					ev.record = recordRef{resource: ri, scope: si, record: li}
+					out.events = append(out.events, ev)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// event rebuilds, checks, down-levels, marshals and validates one record.
+// A refusal with a nil err means the event is ready.
+func (c converter) event(lr plog.LogRecord, res pcommon.Resource) (outboundEvent, refusal) {
+	ev, err := projection.FromLogRecord(lr, res)
+	if err != nil {
+		return outboundEvent{}, refusal{reason: reasonProjection, err: err}
+	}
+	refuse := func(reason string, err error) (outboundEvent, refusal) {
+		return outboundEvent{}, refusal{reason: reason, id: ev.ID, typ: ev.Type, err: err}
+	}
+	if c.agent != "" && ev.Agent != c.agent {
+		return refuse(reasonAgentMismatch, fmt.Errorf("event agent %q is not the connection identity %q (agent)", ev.Agent, c.agent))
+	}
+	if c.ceiling != "" {
+		ev = capture.Downlevel(ev, c.ceiling)
+	}
+	raw, err := ev.MarshalJSON()
+	if err != nil {
+		return refuse(reasonInvalid, fmt.Errorf("marshal event: %w", err))
+	}
+	if err := schema.ValidateJSON(raw); err != nil {
+		return refuse(reasonInvalid, err)
+	}
+	return outboundEvent{id: ev.ID, typ: ev.Type, raw: raw}, refusal{}
+}
+
+// recordsOf copies the records refs point at, in refs' order, into new
+// Logs that keep their resources and scopes.
+func recordsOf(ld plog.Logs, refs []recordRef) plog.Logs {
+	out := plog.NewLogs()
+	var rl plog.ResourceLogs
+	var sl plog.ScopeLogs
+	lastResource, lastScope := -1, -1
+	for _, ref := range refs {
+		srcResource := ld.ResourceLogs().At(ref.resource)
+		if ref.resource != lastResource {
+			rl = out.ResourceLogs().AppendEmpty()
+			srcResource.Resource().CopyTo(rl.Resource())
+			rl.SetSchemaUrl(srcResource.SchemaUrl())
+			lastResource, lastScope = ref.resource, -1
+		}
+		srcScope := srcResource.ScopeLogs().At(ref.scope)
+		if ref.scope != lastScope {
+			sl = rl.ScopeLogs().AppendEmpty()
+			srcScope.Scope().CopyTo(sl.Scope())
+			sl.SetSchemaUrl(srcScope.SchemaUrl())
+			lastScope = ref.scope
+		}
+		srcScope.LogRecords().At(ref.record).CopyTo(sl.LogRecords().AppendEmpty())
+	}
+	return out
+}

@@ -1,0 +1,125 @@
+package aeprelayexporter // import "github.com/otelcol-openhands/otelcol-openhands/exporter/aeprelayexporter"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/ratelog"
+)
+
+// logEvery is how often one cause of a repeated log line is logged.
+const logEvery = time.Minute
+
+// transport is a relay binding: it delivers one push's events in order.
+type transport interface {
+	start(ctx context.Context, host component.Host) error
+	// send returns nil once the relay confirmed every event, a permanent
+	// error when resending cannot help, or a retryable one (an
+	// *unsentError when part of the push was settled).
+	send(ctx context.Context, events []outboundEvent) error
+	shutdown(ctx context.Context) error
+}
+
+// relayExporter is the push function exporterhelper wraps, plus the start
+// and shutdown of its transport.
+type relayExporter struct {
+	rate      *ratelog.Logger
+	tel       *telemetry
+	status    *statusReporter
+	converter converter
+	transport transport
+}
+
+func newRelayExporter(cfg *Config, set exporter.Settings) (*relayExporter, error) {
+	if err := validateEndpoint(cfg.Endpoint); err != nil {
+		return nil, fmt.Errorf("endpoint: %w", err)
+	}
+	tel, err := newTelemetry(set.TelemetrySettings, cfg.Transport)
+	if err != nil {
+		return nil, fmt.Errorf("create the exporter's metrics: %w", err)
+	}
+	e := &relayExporter{
+		rate:      ratelog.New(set.Logger, logEvery),
+		tel:       tel,
+		status:    &statusReporter{},
+		converter: converter{ceiling: cfg.MaxCapture},
+	}
+	switch cfg.Transport {
+	case TransportHTTP:
+		e.transport, err = newHTTPTransport(cfg, set.TelemetrySettings, tel, e.status, e.reject)
+	default:
+		// One agent identity per connection (AEP-0003 §8): the hello
+		// declares cfg.Agent, so every event must carry it.
+		e.converter.agent = cfg.Agent
+		e.transport, err = newSocketTransport(cfg, set.Logger, e.rate, tel, e.status)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *relayExporter) start(ctx context.Context, host component.Host) error {
+	e.status.setHost(host)
+	return e.transport.start(ctx, host)
+}
+
+func (e *relayExporter) shutdown(ctx context.Context) error {
+	return e.transport.shutdown(ctx)
+}
+
+// pushLogs sends one push's AEP events, in record order. Records that are
+// not AEP events are skipped and events that can never be sent are
+// dropped, each counted and logged; neither fails the push. A retryable
+// failure carries only the records still to be sent, so a retry neither
+// resends what the relay settled nor counts a drop twice.
+func (e *relayExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
+	batch := e.converter.convert(ld)
+	e.account(ctx, batch)
+	if len(batch.events) == 0 {
+		return nil
+	}
+	err := e.transport.send(ctx, batch.events)
+	if err == nil || consumererror.IsPermanent(err) {
+		return err
+	}
+	pending := batch.events
+	if unsent, ok := errors.AsType[*unsentError](err); ok {
+		pending = unsent.pending
+	}
+	if len(pending) == ld.LogRecordCount() {
+		return err
+	}
+	refs := make([]recordRef, len(pending))
+	for i, ev := range pending {
+		refs[i] = ev.record
+	}
+	return consumererror.NewLogs(err, recordsOf(ld, refs))
+}
+
+// account counts and logs what convert kept back.
+func (e *relayExporter) account(ctx context.Context, batch converted) {
+	if n := len(batch.skipped); n > 0 {
+		e.tel.eventsSkipped.Add(ctx, int64(n))
+		e.rate.Warn("not_aep", "skipping log records that are not AEP events (no dev.aep. event_name)",
+			zap.Int("records", n), zap.String("first_event_name", batch.skipped[0]))
+	}
+	for _, r := range batch.refused {
+		e.reject(ctx, r)
+	}
+}
+
+// reject counts and logs one dropped event; the rest of its push goes on.
+func (e *relayExporter) reject(ctx context.Context, r refusal) {
+	e.tel.rejected(ctx, r.reason)
+	e.rate.Error("rejected_"+r.reason+"_"+r.typ, "dropping an AEP event that can never be sent",
+		zap.String("reason", r.reason), zap.String("id", r.id), zap.String("type", r.typ), zap.Error(r.err))
+}

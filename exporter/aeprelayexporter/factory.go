@@ -1,0 +1,63 @@
+package aeprelayexporter // import "github.com/otelcol-openhands/otelcol-openhands/exporter/aeprelayexporter"
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
+)
+
+var componentType = component.MustNewType("aeprelay")
+
+const stability = component.StabilityLevelAlpha
+
+// NewFactory returns the aeprelay exporter factory.
+func NewFactory() exporter.Factory {
+	return exporter.NewFactory(componentType, createDefaultConfig,
+		exporter.WithLogs(createLogs, stability))
+}
+
+func createDefaultConfig() component.Config {
+	client := confighttp.NewDefaultClientConfig()
+	client.Timeout = 30 * time.Second
+	queue := exporterhelper.NewDefaultQueueConfig()
+	// One consumer keeps each session's events in the order they were
+	// emitted: the relay orders by (epoch, seq) but fans out as received.
+	queue.NumConsumers = 1
+	return &Config{
+		ClientConfig:   client,
+		QueueConfig:    configoptional.Some(queue),
+		RetryConfig:    configretry.NewDefaultBackOffConfig(),
+		Transport:      TransportWebSocket,
+		Agent:          "openhands",
+		Emits:          []string{"session", "run", "tool", "attention", "error", "state", "control"},
+		HelloTimeout:   10 * time.Second,
+		ConfirmTimeout: 10 * time.Second,
+		PingInterval:   30 * time.Second,
+		Reconnect:      backoff.Default(),
+	}
+}
+
+func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Logs, error) {
+	c := cfg.(*Config)
+	e, err := newRelayExporter(c, set)
+	if err != nil {
+		return nil, err
+	}
+	return exporterhelper.NewLogs(ctx, set, cfg, e.pushLogs,
+		exporterhelper.WithStart(e.start),
+		exporterhelper.WithShutdown(e.shutdown),
+		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
+		exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{Timeout: c.Timeout}),
+		exporterhelper.WithRetry(c.RetryConfig),
+		exporterhelper.WithQueue(c.QueueConfig),
+	)
+}

@@ -1,0 +1,71 @@
+package aeprelayexporter // import "github.com/otelcol-openhands/otelcol-openhands/exporter/aeprelayexporter"
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+const scopeName = "github.com/otelcol-openhands/otelcol-openhands/exporter/aeprelayexporter"
+
+// Outcomes of an inbound command: the outcome attribute of
+// otelcol_aeprelay_commands_received.
+const (
+	commandHandled   = "handled"
+	commandUnhandled = "unhandled"
+	commandInvalid   = "invalid"
+)
+
+// telemetry holds the exporter's internal metrics (README "Metrics").
+type telemetry struct {
+	eventsSent       metric.Int64Counter
+	batchesConfirmed metric.Int64Counter
+	confirmLatency   metric.Float64Histogram
+	reconnects       metric.Int64Counter
+	eventsSkipped    metric.Int64Counter
+	eventsRejected   metric.Int64Counter
+	commandsReceived metric.Int64Counter
+	transport        metric.MeasurementOption
+}
+
+func newTelemetry(set component.TelemetrySettings, transport Transport) (*telemetry, error) {
+	m := set.MeterProvider.Meter(scopeName)
+	t := telemetry{transport: metric.WithAttributes(attribute.String("transport", string(transport)))}
+	var errs [7]error
+	t.eventsSent, errs[0] = m.Int64Counter("otelcol_aeprelay_events_sent",
+		metric.WithDescription("Events written to the relay, resends included."), metric.WithUnit("{event}"))
+	t.batchesConfirmed, errs[1] = m.Int64Counter("otelcol_aeprelay_batches_confirmed",
+		metric.WithDescription("Batches the relay confirmed (WebSocket pong or HTTP 202)."), metric.WithUnit("{batch}"))
+	t.confirmLatency, errs[2] = m.Float64Histogram("otelcol_aeprelay_confirm_latency",
+		metric.WithDescription("Time from writing a batch to the relay's confirmation."), metric.WithUnit("s"))
+	t.reconnects, errs[3] = m.Int64Counter("otelcol_aeprelay_reconnects",
+		metric.WithDescription("WebSocket redial attempts after a failed dial or a lost connection."), metric.WithUnit("{reconnect}"))
+	t.eventsSkipped, errs[4] = m.Int64Counter("otelcol_aeprelay_events_skipped",
+		metric.WithDescription("Log records skipped because they are not AEP events."), metric.WithUnit("{record}"))
+	t.eventsRejected, errs[5] = m.Int64Counter("otelcol_aeprelay_events_rejected",
+		metric.WithDescription("AEP events dropped as permanently unsendable, by reason."), metric.WithUnit("{event}"))
+	t.commandsReceived, errs[6] = m.Int64Counter("otelcol_aeprelay_commands_received",
+		metric.WithDescription("Control commands the relay routed to this connection, by outcome."), metric.WithUnit("{command}"))
+	return &t, errors.Join(errs[:]...)
+}
+
+func (t *telemetry) sent(ctx context.Context, events int) {
+	t.eventsSent.Add(ctx, int64(events), t.transport)
+}
+
+func (t *telemetry) confirmed(ctx context.Context, since time.Time) {
+	t.batchesConfirmed.Add(ctx, 1, t.transport)
+	t.confirmLatency.Record(ctx, time.Since(since).Seconds(), t.transport)
+}
+
+func (t *telemetry) rejected(ctx context.Context, reason string) {
+	t.eventsRejected.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", reason)))
+}
+
+func (t *telemetry) command(ctx context.Context, outcome string) {
+	t.commandsReceived.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
+}

@@ -1,0 +1,266 @@
+// Command demo is what `make demo` runs: on loopback it starts a simulated
+// OpenHands agent server and an AEP relay, runs the built collector against
+// them with testdata/demo-config.yaml, plays one scripted conversation (a
+// tool call, an approval, a failing tool, a finish, a deletion) and prints
+// every AEP event as it reaches the relay. It stops by itself and exits
+// non-zero if the relay saw a protocol violation or the scenario stalled.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aeprelaytest"
+	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
+)
+
+const (
+	sessionKey = "demo-session-key"
+	relayToken = "demo-relay-token"
+)
+
+func main() {
+	collector := flag.String("collector", "bin/otelcol-openhands", "the built collector binary")
+	config := flag.String("config", "testdata/demo-config.yaml", "the collector configuration")
+	timeout := flag.Duration("timeout", 90*time.Second, "give up after this long")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	if err := run(ctx, *collector, *config); err != nil {
+		fmt.Fprintln(os.Stderr, "demo failed:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, collectorBin, config string) error {
+	agents, err := oh.NewServer(oh.Config{SessionAPIKeys: []string{sessionKey}})
+	if err != nil {
+		return err
+	}
+	defer agents.Close()
+	relay, err := aeprelaytest.New(aeprelaytest.Config{Token: relayToken})
+	if err != nil {
+		return err
+	}
+	defer relay.Close()
+	conv, err := agents.CreateConversation(oh.ConversationOptions{Title: "Fix the failing test"})
+	if err != nil {
+		return err
+	}
+	say("agent server %s, relay %s, conversation %s", agents.URL(), relay.URL(), conv.ID())
+
+	col, err := startCollector(collectorBin, config, agents.URL(), relay.URL())
+	if err != nil {
+		return err
+	}
+	defer col.stop()
+
+	printed := 0
+	printNew := func() {
+		evs := relay.Events()
+		for _, rec := range evs[printed:] {
+			printEvent(rec.Event)
+		}
+		printed = len(evs)
+	}
+	waitFor := func(what string, cond func() bool) error {
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for !cond() {
+			printNew()
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+			case err := <-col.exited:
+				return fmt.Errorf("waiting for %s: the collector exited: %v", what, err)
+			case <-t.C:
+			}
+		}
+		printNew()
+		return nil
+	}
+	seen := func(typ string) func() bool {
+		return func() bool {
+			for _, rec := range relay.Events() {
+				if rec.Event.Session == conv.ID() && rec.Event.Type == typ {
+					return true
+				}
+			}
+			return false
+		}
+	}
+
+	if err := waitFor("the collector to attach", seen("state.snapshot")); err != nil {
+		return err
+	}
+	say("scenario: the user asks, the agent runs a tool, asks for approval, hits an error, finishes")
+	if err := playScenario(conv); err != nil {
+		return err
+	}
+	if err := waitFor("run.finished", seen("run.finished")); err != nil {
+		return err
+	}
+	say("scenario: the conversation is deleted")
+	if err := conv.Delete(); err != nil {
+		return err
+	}
+	if err := waitFor("session.ended", seen("session.ended")); err != nil {
+		return err
+	}
+
+	violations := relay.Violations()
+	say("%d AEP events reached the relay; %d protocol or stream violations", len(relay.Events()), len(violations))
+	for _, v := range violations {
+		say("violation: %s", v)
+	}
+	if len(violations) > 0 {
+		return errors.New("the relay saw violations")
+	}
+	return nil
+}
+
+// playScenario scripts what the agent server would show for one turn.
+func playScenario(conv *oh.Conversation) error {
+	step := func(f func() error) func() error { return f }
+	var act1, act2, act3 oh.Event
+	appendEv := func(dst *oh.Event, ev oh.Event) func() error {
+		return func() (err error) {
+			out, err := conv.Append(ev)
+			if dst != nil {
+				*dst = out
+			}
+			return err
+		}
+	}
+	status := func(s string) func() error {
+		return func() error { _, err := conv.SetStatus(s); return err }
+	}
+	steps := []func() error{
+		step(func() error {
+			_, err := conv.SendUserMessage("The unit tests fail; please fix them.", false)
+			return err
+		}),
+		status(oh.StatusRunning),
+		appendEv(&act1, oh.ActionEvent(oh.ActionSpec{Action: map[string]any{"kind": "TerminalAction", "command": "pytest -q"}, SecurityRisk: "LOW", Thought: "Run the tests first."})),
+		func() error { return appendEv(nil, oh.ObservationEvent(act1, "1 failed, 41 passed", false))() },
+		appendEv(&act2, oh.ActionEvent(oh.ActionSpec{Action: map[string]any{"kind": "TerminalAction", "command": "pip install -r requirements.txt"}, SecurityRisk: "MEDIUM"})),
+		status(oh.StatusWaitingForConfirmation), // the confirmation policy stops here
+		status(oh.StatusRunning),                // a human approved it in the OpenHands UI
+		func() error {
+			return appendEv(nil, oh.ObservationEvent(act2, "ERROR: Could not find a version that satisfies the requirement", true))()
+		},
+		appendEv(&act3, oh.ActionEvent(oh.ActionSpec{ToolName: "file_editor", Action: map[string]any{"kind": "FileEditorAction", "command": "str_replace", "path": "/workspace/app.py"}})),
+		func() error { return appendEv(nil, oh.ObservationEvent(act3, "The file has been edited.", false))() },
+		appendEv(nil, oh.MessageEvent("agent", "Fixed the off-by-one in app.py; all 42 tests pass.")),
+		func() error { return conv.FinishRun(oh.StatusFinished) },
+	}
+	for i, s := range steps {
+		if err := s(); err != nil {
+			return fmt.Errorf("scenario step %d: %w", i+1, err)
+		}
+		time.Sleep(150 * time.Millisecond) // a pace a person can follow
+	}
+	return nil
+}
+
+func printEvent(ev *aep.Event) {
+	session := ev.Session
+	if len(session) > 8 {
+		session = session[:8]
+	}
+	seq := "-"
+	if ev.Seq != nil {
+		seq = fmt.Sprint(*ev.Seq)
+	}
+	fmt.Printf("relay <- session=%s seq=%-3s %-34s %s\n", session, seq, ev.Type, ev.Subject)
+}
+
+func say(format string, args ...any) {
+	fmt.Printf("demo  | "+format+"\n", args...)
+}
+
+// collectorProcess is the built distribution running as a child process,
+// its output prefixed so it reads apart from the relay's lines.
+type collectorProcess struct {
+	cmd    *exec.Cmd
+	exited chan error
+	output sync.WaitGroup
+}
+
+func startCollector(bin, config, agentServer, relay string) (*collectorProcess, error) {
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("collector binary %s: %w (run `make build` first)", bin, err)
+	}
+	cmd := exec.Command(bin, "--config", config)
+	cmd.Env = append(os.Environ(),
+		"DEMO_AGENT_SERVER="+agentServer, "DEMO_SESSION_API_KEY="+sessionKey,
+		"DEMO_RELAY="+relay, "DEMO_RELAY_TOKEN="+relayToken)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start collector: %w", err)
+	}
+	p := &collectorProcess{cmd: cmd, exited: make(chan error, 1)}
+	for _, r := range []io.Reader{stdout, stderr} {
+		p.output.Go(func() { prefixLines(r) })
+	}
+	go func() {
+		p.output.Wait()
+		p.exited <- cmd.Wait()
+	}()
+	return p, nil
+}
+
+// logNoise is what every collector log line repeats: the service resource
+// and the component identity.
+var logNoise = regexp.MustCompile(`"resource": \{[^}]*\}(, )?|"otelcol\.[a-z.]+": "[^"]*"(, )?|, \{\}$`)
+
+// prefixLines copies the collector's log, trimmed to what a reader needs:
+// level, message and the fields that differ from line to line.
+func prefixLines(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		// time, level, [caller,] message[, fields]: keep level and on.
+		fields := strings.Split(sc.Text(), "\t")
+		if len(fields) > 1 {
+			fields = slices.DeleteFunc(fields[1:], func(f string) bool { return strings.Contains(f, ".go:") })
+		}
+		line := logNoise.ReplaceAllString(strings.Join(fields, " "), "")
+		fmt.Println("collector | " + strings.TrimSuffix(line, " {}"))
+	}
+}
+
+// stop asks the collector to shut down and waits for it.
+func (p *collectorProcess) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
