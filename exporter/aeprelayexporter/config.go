@@ -3,7 +3,6 @@ package aeprelayexporter // import "github.com/otelcol-openhands/otelcol-openhan
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/endpoint"
 )
 
 // Transport names the relay binding events travel on.
@@ -80,7 +80,7 @@ var _ component.Config = (*Config)(nil)
 // and prefixes their messages with their keys.
 func (cfg *Config) Validate() error {
 	var errs []error
-	if err := validateEndpoint(cfg.Endpoint); err != nil {
+	if err := endpoint.Validate(cfg.Endpoint); err != nil {
 		errs = append(errs, fmt.Errorf("endpoint: %w", err))
 	}
 	switch cfg.Transport {
@@ -112,12 +112,4 @@ func (cfg *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func validateEndpoint(endpoint string) error {
-	u, err := url.Parse(endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("must be an http or https URL, got %q", endpoint)
-	}
-	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumererror"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/endpoint"
 )
 
 // maxInboundFrame bounds one relay frame (the reference relay's
@@ -28,23 +29,18 @@ type socketEndpoint struct {
 	display string
 }
 
-func newSocketEndpoint(endpoint string) (socketEndpoint, error) {
-	u, err := url.Parse(endpoint)
+func newSocketEndpoint(base string) (socketEndpoint, error) {
+	u, err := url.Parse(base)
 	if err != nil {
 		return socketEndpoint{}, fmt.Errorf("endpoint: %w", err)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/socket"
 	u.RawPath = ""
-	upgrade := u.String()
-	switch u.Scheme {
-	case "http":
-		u.Scheme = "ws"
-	case "https":
-		u.Scheme = "wss"
-	default:
-		return socketEndpoint{}, fmt.Errorf("endpoint: scheme %q is not http or https", u.Scheme)
+	ws, err := endpoint.WebSocket(u)
+	if err != nil {
+		return socketEndpoint{}, fmt.Errorf("endpoint: %w", err)
 	}
-	return socketEndpoint{dial: u.String(), upgrade: upgrade, display: redactURL(u)}, nil
+	return socketEndpoint{dial: ws.String(), upgrade: u.String(), display: redactURL(ws)}, nil
 }
 
 // redactURL drops what must never be logged: userinfo and the query

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-openhands/otelcol-openhands/internal/endpoint"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/ratelog"
 )
 
@@ -39,7 +40,7 @@ type relayExporter struct {
 }
 
 func newRelayExporter(cfg *Config, set exporter.Settings) (*relayExporter, error) {
-	if err := validateEndpoint(cfg.Endpoint); err != nil {
+	if err := endpoint.Validate(cfg.Endpoint); err != nil {
 		return nil, fmt.Errorf("endpoint: %w", err)
 	}
 	tel, err := newTelemetry(set.TelemetrySettings, cfg.Transport)

@@ -14,6 +14,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"go.opentelemetry.io/collector/config/configopaque"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/endpoint"
 )
 
 // agentServer is the receiver's whole vocabulary towards one OpenHands
@@ -168,14 +170,10 @@ func (s *agentServer) get(ctx context.Context, path string, q url.Values) ([]byt
 // live frames) and authenticates with the first-message auth frame. The key
 // never rides in the URL, where proxies would log it.
 func (s *agentServer) dialEvents(ctx context.Context, conversationID string) (*websocket.Conn, error) {
-	u := *s.base
-	switch u.Scheme {
-	case "https":
-		u.Scheme = "wss"
-	default:
-		u.Scheme = "ws"
+	u, err := endpoint.WebSocket(s.base.JoinPath("/sockets/events", conversationID))
+	if err != nil {
+		return nil, fmt.Errorf("dial events socket: %w", err)
 	}
-	u = *u.JoinPath("/sockets/events", conversationID)
 	conn, resp, err := s.dialer.DialContext(ctx, u.String(), nil)
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close()

@@ -3,7 +3,6 @@ package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openha
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/endpoint"
 )
 
 // Config is the openhands receiver's configuration.
@@ -72,7 +72,7 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, errors.New("servers: at least one server is required"))
 	}
 	for i, s := range cfg.Servers {
-		if err := validateEndpoint(s.Endpoint); err != nil {
+		if err := endpoint.Validate(s.Endpoint); err != nil {
 			errs = append(errs, fmt.Errorf("servers[%d].endpoint: %w", i, err))
 		}
 	}
@@ -103,12 +103,4 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, errors.New("max_frame_bytes: must be at least 1024"))
 	}
 	return errors.Join(errs...)
-}
-
-func validateEndpoint(endpoint string) error {
-	u, err := url.Parse(endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("must be an http or https URL, got %q", endpoint)
-	}
-	return nil
 }
