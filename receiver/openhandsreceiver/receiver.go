@@ -43,6 +43,7 @@ type openhandsReceiver struct {
 	healthMu   sync.Mutex
 	health     map[string]error // per server; nil = healthy
 	lastStatus componentstatus.Status
+	lastErr    string
 }
 
 func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*openhandsReceiver, error) {
@@ -113,6 +114,9 @@ func (r *openhandsReceiver) newAgentServer(ctx context.Context, host component.H
 	if err != nil {
 		return nil, fmt.Errorf("http client: %w", err)
 	}
+	if client.Timeout == 0 {
+		client.Timeout = defaultServerTimeout // a hung server must not stall discovery
+	}
 	tlsConfig, err := sc.TLS.LoadTLSConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("tls: %w", err)
@@ -136,11 +140,15 @@ func (r *openhandsReceiver) newAgentServer(ctx context.Context, host component.H
 	}, nil
 }
 
+// defaultServerTimeout bounds each REST call and socket handshake when the
+// server's timeout is not set.
+const defaultServerTimeout = 30 * time.Second
+
 func handshakeTimeout(configured time.Duration) time.Duration {
 	if configured > 0 {
 		return configured
 	}
-	return 30 * time.Second
+	return defaultServerTimeout
 }
 
 func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serverWatch {
@@ -212,9 +220,10 @@ func (r *openhandsReceiver) reportHealth(server string, err error) {
 	default:
 		ev = componentstatus.NewEvent(componentstatus.StatusOK)
 	}
-	if ev.Status() == r.lastStatus && ev.Status() == componentstatus.StatusOK {
+	errText := fmt.Sprint(ev.Err())
+	if ev.Status() == r.lastStatus && errText == r.lastErr {
 		return
 	}
-	r.lastStatus = ev.Status()
+	r.lastStatus, r.lastErr = ev.Status(), errText
 	componentstatus.ReportStatus(r.host, ev)
 }
