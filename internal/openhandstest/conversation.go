@@ -102,16 +102,7 @@ func (s *Server) appendLocked(c *conversation, ev Event) (Event, error) {
 		s.publishLocked(c, pub)
 		return out, nil
 	}
-	stamped := make(Event, len(ev)+3)
-	for k, v := range ev {
-		stamped[k] = v
-	}
-	if stamped.ID() == "" {
-		stamped["id"] = NewUUID()
-	}
-	if stamped.Timestamp() == "" {
-		stamped["timestamp"] = FormatTimestamp(s.now())
-	}
+	stamped := s.stamp(ev)
 	if _, has := stamped["parent_id"]; !has && c.leafID != "" {
 		stamped["parent_id"] = c.leafID
 	}
@@ -170,10 +161,9 @@ func isTransient(ev Event) bool {
 	return ev.Kind() == KindConversationStateUpdateEvent && key == fullStateKey
 }
 
-// stampTransient gives an unpersisted event an id and timestamp if missing;
-// such events bypass the conversation callback, so they get no parent_id.
-func (s *Server) stampTransient(ev Event) (published, Event, error) {
-	stamped := make(Event, len(ev)+2)
+// stamp copies ev, giving it an id and a timestamp if it has none.
+func (s *Server) stamp(ev Event) Event {
+	stamped := make(Event, len(ev)+3)
 	for k, v := range ev {
 		stamped[k] = v
 	}
@@ -183,6 +173,13 @@ func (s *Server) stampTransient(ev Event) (published, Event, error) {
 	if stamped.Timestamp() == "" {
 		stamped["timestamp"] = FormatTimestamp(s.now())
 	}
+	return stamped
+}
+
+// stampTransient gives an unpersisted event an id and timestamp if missing;
+// such events bypass the conversation callback, so they get no parent_id.
+func (s *Server) stampTransient(ev Event) (published, Event, error) {
+	stamped := s.stamp(ev)
 	raw, err := marshalJSON(stamped)
 	if err != nil {
 		return published{}, nil, fmt.Errorf("publish event: %w", err)
