@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -623,5 +624,83 @@ func TestUnknownConversationCloseRetriesAtDiscovery(t *testing.T) {
 	mustStatus(t, conv, oh.StatusRunning)
 	h.waitTypes(conv.ID(), "run.started", "state.delta")
 	assert.Zero(t, h.metric("otelcol_openhands_reconnects", "", ""), "a 4004 is not retried by the socket loop")
+	h.validate()
+}
+
+// TestTransportShapesAndTimestampForms runs a reconnect against a server
+// of the v1.31–v1.36 transport shape (no parent_id) whose clock yields
+// whole seconds, so vendor timestamps carry no fraction.
+func TestTransportShapesAndTimestampForms(t *testing.T) {
+	base := time.Date(2026, 8, 22, 14, 3, 11, 0, time.UTC)
+	var ticks sync.Mutex
+	n := 0
+	stub := oh.Start(t, oh.Config{
+		SessionAPIKeys:      []string{testKey},
+		LegacyTransportDump: true,
+		Clock: func() time.Time {
+			ticks.Lock()
+			defer ticks.Unlock()
+			n++
+			return base.Add(time.Duration(n) * time.Second)
+		},
+	})
+	conv := newConversation(t, stub)
+	h := startHarness(t, fastConfig(stub))
+	h.waitLive(conv, 1)
+	mustStatus(t, conv, oh.StatusRunning)
+	act := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
+	h.waitTypes(conv.ID(), "tool.requested")
+	conv.DropSockets()
+	mustAppend(t, conv, oh.ObservationEvent(act, "done", false))
+	h.waitLive(conv, 2)
+	mustStatus(t, conv, oh.StatusFinished)
+	got := h.waitTypes(conv.ID(), "state.delta", "run.finished")
+
+	completed := last(got, "tool.completed")
+	require.NotNil(t, completed)
+	assert.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$`, completed.Data["vendor_ts"], "the naive timestamp rides verbatim")
+	h.validate()
+	h.assertEveryVendorEventOnce(conv)
+}
+
+// TestSecretSplitAcrossDeltasNeverLeavesWhole drives the real redaction
+// pipeline: an operator-named secret (secret_env) streamed one character
+// per delta must not appear whole in any emitted record.
+func TestSecretSplitAcrossDeltasNeverLeavesWhole(t *testing.T) {
+	const secret = "hunter2-correct-horse"
+	t.Setenv("OPENHANDS_TEST_SECRET", secret)
+	stub := startStub(t)
+	conv := newConversation(t, stub)
+	cfg := fastConfig(stub)
+	cfg.Deltas = true
+	cfg.Capture = CaptureConfig{Level: aep.CaptureRedacted}
+	cfg.SecretEnv = []string{"OPENHANDS_TEST_SECRET"}
+	h := startHarness(t, cfg)
+	h.waitLive(conv, 1)
+	mustStatus(t, conv, oh.StatusRunning)
+
+	chunks := []string{"the key is "}
+	for _, r := range secret {
+		chunks = append(chunks, string(r))
+	}
+	chunks = append(chunks, " ok")
+	_, err := conv.StreamAgentMessage(chunks...)
+	require.NoError(t, err)
+	mustStatus(t, conv, oh.StatusFinished)
+	got := h.waitTypes(conv.ID(), "state.delta", "run.finished")
+
+	var streamed strings.Builder
+	for _, ev := range got {
+		raw, err := ev.MarshalJSON()
+		require.NoError(t, err)
+		assert.NotContains(t, string(raw), secret)
+		if ev.Type == "x.openhands.streaming.delta" {
+			payload, _ := ev.Data["payload"].(map[string]any)
+			content, _ := payload["content"].(string)
+			streamed.WriteString(content)
+		}
+	}
+	assert.Contains(t, streamed.String(), "[REDACTED:secret]", "the delta stream carried the redacted text")
+	assert.Equal(t, aep.CaptureRedacted, last(got, "x.openhands.message.event").Capture)
 	h.validate()
 }
