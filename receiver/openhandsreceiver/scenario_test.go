@@ -413,7 +413,7 @@ func TestReconnectMidRunWithOverlap(t *testing.T) {
 	// While the receiver is away the run goes on.
 	mustAppend(t, conv, oh.ObservationEvent(act, "ok", false))
 	act2 := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
-	waitSockets(t, conv, 1)
+	h.waitLive(conv, 2)
 	mustAppend(t, conv, oh.ObservationEvent(act2, "ok", false))
 	mustStatus(t, conv, oh.StatusFinished)
 
