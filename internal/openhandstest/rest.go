@@ -26,7 +26,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /server_info", s.handleServerInfo)
 	mux.HandleFunc("GET /{$}", s.handleServerInfo)
 	mux.HandleFunc("GET /sockets/events/{conversation_id}", s.handleEventsSocket)
-	mux.HandleFunc("GET /sockets/session/{conversation_id}", s.handleSessionSocket)
+	if !s.cfg.WithoutSessionSocket {
+		mux.HandleFunc("GET /sockets/session/{conversation_id}", s.handleSessionSocket)
+	}
 
 	api := http.NewServeMux()
 	api.HandleFunc("GET /api/conversations/search", s.handleSearchConversations)

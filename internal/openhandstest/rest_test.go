@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -394,4 +395,19 @@ func TestStartConversationREST(t *testing.T) {
 	assert.Equal(t, StatusRunning, info["execution_status"], "the initial message always runs")
 	status, _ = api.do(http.MethodPost, "/api/conversations", body)
 	assert.Equal(t, http.StatusOK, status, "an existing id answers 200")
+}
+
+func TestWithoutSessionSocket(t *testing.T) {
+	s := Start(t, Config{WithoutSessionSocket: true})
+	c, err := s.CreateConversation(ConversationOptions{})
+	require.NoError(t, err)
+	_, resp, err := websocket.DefaultDialer.Dial("ws://"+s.Addr()+"/sockets/session/"+c.ID(), nil)
+	require.Error(t, err)
+	require.NotNil(t, resp)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	resp.Body.Close()
+	conn, resp, err := websocket.DefaultDialer.Dial("ws://"+s.Addr()+"/sockets/events/"+c.ID(), nil)
+	require.NoError(t, err, "the legacy socket stays")
+	resp.Body.Close()
+	conn.Close()
 }

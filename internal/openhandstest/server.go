@@ -29,6 +29,10 @@ type Config struct {
 	// legacy socket and the events search. Off, events carry `parent_id` as in
 	// v1.37.0+.
 	LegacyTransportDump bool
+	// WithoutSessionSocket mimics servers before v1.45.0, which have no
+	// /sockets/session endpoint: its handshake is answered 404 (the real
+	// server's router refuses an unknown WebSocket path before accept).
+	WithoutSessionSocket bool
 	// Location is the server's local time zone, used for naive event
 	// timestamps and to normalise aware query datetimes (default UTC).
 	Location *time.Location

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -29,6 +30,10 @@ type agentServer struct {
 	client   *http.Client
 	dialer   *websocket.Dialer
 	maxFrame int64
+	// sessionOnly is `socket: session`; legacyOnly is `socket: events`, or
+	// what `auto` learned from a server without /sockets/session.
+	sessionOnly bool
+	legacyOnly  atomic.Bool
 }
 
 const (
@@ -165,24 +170,65 @@ func (s *agentServer) get(ctx context.Context, path string, q url.Values) ([]byt
 	return body, nil
 }
 
-// dialEvents opens the legacy events socket live-only (no resend_mode: the
-// receiver pages history over REST itself, so replay never interleaves with
-// live frames) and authenticates with the first-message auth frame. The key
-// never rides in the URL, where proxies would log it.
-func (s *agentServer) dialEvents(ctx context.Context, conversationID string) (*websocket.Conn, error) {
-	u, err := endpoint.WebSocket(s.base.JoinPath("/sockets/events", conversationID))
-	if err != nil {
-		return nil, fmt.Errorf("dial events socket: %w", err)
+// Socket endpoints a server may offer (ServerConfig.Socket).
+const (
+	socketAuto    = "auto"
+	socketEvents  = "events"
+	socketSession = "session"
+)
+
+// errNoSessionSocket is the handshake refusal of a server that predates
+// /sockets/session (v1.45.0): its router refuses unknown WebSocket paths
+// before accept, which the client sees as 403 or 404.
+var errNoSessionSocket = errors.New("agent server has no /sockets/session endpoint")
+
+// dialConversation opens the conversation's socket: /sockets/session when
+// the server has it (replaying every durable event after afterSeq), else
+// the legacy /sockets/events, live-only. session reports which.
+func (s *agentServer) dialConversation(ctx context.Context, conversationID string, afterSeq int64) (conn *websocket.Conn, session bool, err error) {
+	if !s.legacyOnly.Load() {
+		q := url.Values{"after_seq": {strconv.FormatInt(afterSeq, 10)}}
+		conn, err = s.dial(ctx, "/sockets/session", conversationID, q)
+		switch {
+		case err == nil:
+			return conn, true, nil
+		case !errors.Is(err, errNoSessionSocket) || s.sessionOnly:
+			return nil, false, err
+		}
+		// auto: an older server. Remember it, so later attaches go straight
+		// to the legacy socket.
+		s.legacyOnly.Store(true)
 	}
+	conn, err = s.dial(ctx, "/sockets/events", conversationID, nil)
+	return conn, false, err
+}
+
+// dial opens one socket and authenticates with the first-message auth
+// frame. The key never rides in the URL, where proxies would log it. The
+// legacy socket is opened without resend_mode (live-only): the receiver
+// pages history over REST itself, so replay never interleaves with live
+// frames.
+func (s *agentServer) dial(ctx context.Context, prefix, conversationID string, q url.Values) (*websocket.Conn, error) {
+	u, err := endpoint.WebSocket(s.base.JoinPath(prefix, conversationID))
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", prefix, err)
+	}
+	u.RawQuery = q.Encode()
 	conn, resp, err := s.dialer.DialContext(ctx, u.String(), nil)
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close()
 	}
 	if err != nil {
-		if resp != nil && (resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusUnauthorized) {
-			return nil, fmt.Errorf("dial events socket: %s: %w", resp.Status, errAuthRejected)
+		switch {
+		case resp == nil:
+			return nil, fmt.Errorf("dial %s: %w", prefix, err)
+		case prefix == "/sockets/session" && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusForbidden):
+			return nil, fmt.Errorf("dial %s: %s: %w", prefix, resp.Status, errNoSessionSocket)
+		case resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusUnauthorized:
+			return nil, fmt.Errorf("dial %s: %s: %w", prefix, resp.Status, errAuthRejected)
+		default:
+			return nil, fmt.Errorf("dial %s: %s: %w", prefix, resp.Status, err)
 		}
-		return nil, fmt.Errorf("dial events socket: %w", err)
 	}
 	conn.SetReadLimit(s.maxFrame)
 	if err := s.sendAuthFrame(conn); err != nil {

@@ -54,6 +54,11 @@ type ServerConfig struct {
 	SessionAPIKey configopaque.String `mapstructure:"session_api_key"`
 	// Name labels the server in logs, metrics and the resource.
 	Name string `mapstructure:"name"`
+	// Socket picks the conversation socket: session (/sockets/session, the
+	// seq-numbered endpoint of servers v1.45.0+), events (the legacy
+	// /sockets/events every release serves), or auto (default): session
+	// where the server has it, else events.
+	Socket string `mapstructure:"socket"`
 }
 
 // CaptureConfig is the capture ceiling: a level and per-category overrides
@@ -74,6 +79,11 @@ func (cfg *Config) Validate() error {
 	for i, s := range cfg.Servers {
 		if err := endpoint.Validate(s.Endpoint); err != nil {
 			errs = append(errs, fmt.Errorf("servers[%d].endpoint: %w", i, err))
+		}
+		switch s.Socket {
+		case "", socketAuto, socketEvents, socketSession:
+		default:
+			errs = append(errs, fmt.Errorf("servers[%d].socket: must be auto, events or session, got %q", i, s.Socket))
 		}
 	}
 	if cfg.PollInterval <= 0 {

@@ -47,6 +47,8 @@ func TestLoadConfig(t *testing.T) {
 		require.NoError(t, confmap.Validate(cfg))
 		require.Len(t, cfg.Servers, 2)
 		assert.Equal(t, "prod", cfg.Servers[0].Name)
+		assert.Equal(t, "session", cfg.Servers[0].Socket)
+		assert.Empty(t, cfg.Servers[1].Socket, "auto")
 		assert.Equal(t, "k-123", string(cfg.Servers[0].SessionAPIKey))
 		assert.Equal(t, 20*time.Second, cfg.Servers[0].Timeout)
 		assert.Equal(t, "/etc/ssl/agents-ca.pem", cfg.Servers[0].TLS.CAFile)
@@ -68,6 +70,7 @@ func TestLoadConfig(t *testing.T) {
 		require.Error(t, err)
 		for _, want := range []string{
 			`servers[0].endpoint: must be an http or https URL, got "ws://127.0.0.1:8000"`,
+			`servers[0].socket: must be auto, events or session, got "telepathy"`,
 			"poll_interval: must be positive",
 			`capture.level: unknown level "everything"`,
 			`capture.categories: unknown category "nonsense"`,

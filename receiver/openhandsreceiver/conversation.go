@@ -52,6 +52,10 @@ type conversation struct {
 	lastSeen time.Time // when the last vendor event arrived
 	ended    bool
 
+	// Owned by the attach goroutine.
+	durableSeq             int64 // last /sockets/session seq processed; -1 before any
+	connectSnapshotPending bool  // the connection's first snapshot is still to come
+
 	// Owned by the discovery goroutine.
 	info   conversationInfo // as search last showed it
 	cancel context.CancelFunc
@@ -152,14 +156,17 @@ type frame struct {
 	err  error
 }
 
-// attachOnce runs one socket: dial live-only, page the history over REST
-// while the socket's frames buffer, then drain the buffer and follow live.
-// History and live never interleave: every event is processed once, in log
-// order, and the vendor-id window drops the overlap. live reports whether
-// the attach got as far as following the socket.
+// attachOnce runs one socket until it fails or detaches. On the session
+// socket the server replays every durable event after the last seq seen,
+// then goes live, with no interleaving by construction. On the legacy
+// socket the receiver dials live-only, pages the history over REST while
+// the socket's frames buffer, then drains the buffer: history and live
+// never interleave either, and the vendor-id window drops the overlap.
+// Either way every event is processed once, in log order. live reports
+// whether the attach got as far as following the socket.
 func (c *conversation) attachOnce(ctx context.Context) (live bool, err error) {
 	w := c.watch
-	conn, err := w.api.dialEvents(ctx, c.id)
+	conn, session, err := w.api.dialConversation(ctx, c.id, c.durableSeq)
 	if err != nil {
 		return false, err
 	}
@@ -177,7 +184,10 @@ func (c *conversation) attachOnce(ctx context.Context) (live bool, err error) {
 		reader.Wait()
 	}()
 
-	if err := c.replayHistory(ctx); err != nil {
+	handle := c.handleLegacyFrame
+	if session {
+		handle = c.handleSessionFrame
+	} else if err := c.replayHistory(ctx); err != nil {
 		return false, fmt.Errorf("page history: %w", err)
 	}
 
@@ -187,7 +197,7 @@ func (c *conversation) attachOnce(ctx context.Context) (live bool, err error) {
 		defer t.Stop()
 		idle = t.C
 	}
-	first := true
+	c.connectSnapshotPending = true
 	for {
 		select {
 		case <-ctx.Done():
@@ -196,8 +206,7 @@ func (c *conversation) attachOnce(ctx context.Context) (live bool, err error) {
 			if f.err != nil {
 				return true, f.err
 			}
-			c.handleFrame(ctx, f.data, first)
-			first = false
+			handle(ctx, f.data)
 		case <-idle:
 			if c.idleExpired(w.idleDetach) {
 				return true, errIdleDetached
@@ -265,12 +274,86 @@ func resumeFrom(ts string) string {
 	return t.Add(-resumeMargin).Format("2006-01-02T15:04:05.000000")
 }
 
-// handleFrame processes one live frame. The first frame of every
-// connection is the server's connect-time full_state snapshot: it is taken
-// before the history we just paged, so it may be older than what history
-// told us and must not move the execution status backwards.
-func (c *conversation) handleFrame(ctx context.Context, raw []byte, connectSnapshot bool) {
-	c.handleEvent(ctx, raw, false, connectSnapshot)
+// handleLegacyFrame processes one frame of the legacy socket: an event.
+func (c *conversation) handleLegacyFrame(ctx context.Context, raw []byte) {
+	c.handleEvent(ctx, raw, false, c.takeConnectSnapshot())
+}
+
+// takeConnectSnapshot reports whether an event is this connection's first
+// live (legacy) or transient (session) one: normally the full_state
+// snapshot the server takes when the socket subscribes, before the history
+// replayed next, so it may be older than that history and must not move
+// the execution status backwards (mapping.MapConnectSnapshot).
+func (c *conversation) takeConnectSnapshot() bool {
+	if !c.connectSnapshotPending {
+		return false
+	}
+	c.connectSnapshotPending = false
+	return true
+}
+
+// sessionFrame is one /sockets/session envelope; unknown types and fields
+// are ignored, as the protocol asks of clients.
+type sessionFrame struct {
+	Type    string          `json:"type"`
+	Seq     *int64          `json:"seq"`
+	Event   json.RawMessage `json:"event"`
+	ItemID  string          `json:"item_id"`
+	Attempt int             `json:"attempt"`
+	Order   int             `json:"order"`
+	Kind    string          `json:"kind"`
+	Content string          `json:"content"`
+	Code    string          `json:"code"`
+	Detail  string          `json:"detail"`
+}
+
+// handleSessionFrame processes one /sockets/session envelope: durable
+// events advance the seq cursor a reconnect resumes from (after_seq),
+// transient ones do not; text deltas feed the streaming-delta mapping.
+func (c *conversation) handleSessionFrame(ctx context.Context, raw []byte) {
+	w := c.watch
+	var f sessionFrame
+	if err := json.Unmarshal(raw, &f); err != nil {
+		w.tel.decodeError(ctx, "frame")
+		w.rl.Error("decode:"+c.id, "skipping a session-socket frame that cannot be decoded",
+			zap.String("conversation", c.id), zap.Error(err))
+		return
+	}
+	switch f.Type {
+	case "durable":
+		if f.Seq == nil || len(f.Event) == 0 {
+			w.tel.decodeError(ctx, "frame")
+			w.rl.Error("decode:"+c.id, "skipping a durable frame without seq or event", zap.String("conversation", c.id))
+			return
+		}
+		// The vendor-id window drops redeliveries; seq is only the cursor.
+		c.durableSeq = max(c.durableSeq, *f.Seq)
+		c.handleEvent(ctx, f.Event, true, false)
+	case "transient":
+		c.handleEvent(ctx, f.Event, false, c.takeConnectSnapshot())
+	case "delta":
+		if f.Kind != "" && f.Kind != "text" {
+			return // reasoning never rides: no schema field may hold it
+		}
+		c.handleEvent(ctx, streamingDelta(f), false, false)
+	case "error":
+		w.rl.Warn("server-error:"+c.id, "the agent server reported a socket error",
+			zap.String("conversation", c.id), zap.String("code", f.Code), zap.String("detail", f.Detail))
+	}
+}
+
+// streamingDelta turns a session-socket delta frame into the
+// StreamingDeltaEvent the legacy socket would have carried, so one mapping
+// (and one streaming redactor) serves both. Its id is unique per (item,
+// attempt, order); the durable event retiring the item ends the stream.
+func streamingDelta(f sessionFrame) []byte {
+	raw, _ := json.Marshal(map[string]any{
+		"kind":    "StreamingDeltaEvent",
+		"id":      fmt.Sprintf("%s/%d/%d", f.ItemID, max(f.Attempt, 1), f.Order),
+		"source":  "agent",
+		"content": f.Content,
+	})
+	return raw
 }
 
 func (c *conversation) handleEvent(ctx context.Context, raw []byte, persisted, connectSnapshot bool) {

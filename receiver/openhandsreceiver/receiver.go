@@ -125,7 +125,7 @@ func (r *openhandsReceiver) newAgentServer(ctx context.Context, host component.H
 	if name == "" {
 		name = base.Host
 	}
-	return &agentServer{
+	api := &agentServer{
 		name:     name,
 		base:     base,
 		hostPort: hostPortOf(base),
@@ -136,8 +136,11 @@ func (r *openhandsReceiver) newAgentServer(ctx context.Context, host component.H
 			HandshakeTimeout: handshakeTimeout(sc.Timeout),
 			TLSClientConfig:  tlsConfig,
 		},
-		maxFrame: r.cfg.MaxFrameBytes,
-	}, nil
+		maxFrame:    r.cfg.MaxFrameBytes,
+		sessionOnly: sc.Socket == socketSession,
+	}
+	api.legacyOnly.Store(sc.Socket == socketEvents)
+	return api, nil
 }
 
 // defaultServerTimeout bounds each REST call and socket handshake when the
@@ -188,7 +191,8 @@ func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serve
 					next: r.next, resource: resource, epoch: epoch,
 					retry: r.cfg.Reconnect, tel: r.tel, logger: logger,
 				},
-				seen: newRecentIDs(dedupeWindow),
+				seen:       newRecentIDs(dedupeWindow),
+				durableSeq: -1,
 			}, nil
 		},
 	}

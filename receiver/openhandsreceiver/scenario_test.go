@@ -89,10 +89,26 @@ func (h *harness) metric(name, key, value string) int64 {
 	return total
 }
 
-func fastConfig(servers ...*oh.Server) *Config {
+// bothSockets runs a scenario once per conversation socket: the legacy
+// /sockets/events (REST history + live buffer) and /sockets/session.
+func bothSockets(t *testing.T, run func(t *testing.T, socket string)) {
+	for _, socket := range []string{socketEvents, socketSession} {
+		t.Run(socket, func(t *testing.T) { run(t, socket) })
+	}
+}
+
+// endpointOf is the stub endpoint a socket mode attaches to.
+func endpointOf(socket string) oh.Endpoint {
+	if socket == socketSession {
+		return oh.EndpointSession
+	}
+	return oh.EndpointEvents
+}
+
+func fastConfig(socket string, servers ...*oh.Server) *Config {
 	cfg := createDefaultConfig().(*Config)
 	for _, s := range servers {
-		sc := ServerConfig{SessionAPIKey: testKey}
+		sc := ServerConfig{SessionAPIKey: testKey, Socket: socket}
 		sc.Endpoint = s.URL()
 		cfg.Servers = append(cfg.Servers, sc)
 	}
@@ -260,50 +276,52 @@ func waitSockets(t *testing.T, c *oh.Conversation, n int) {
 }
 
 func TestApprovalLoopAndIsErrorSplit(t *testing.T) {
-	stub := startStub(t)
-	conv := newConversation(t, stub)
-	h := startHarness(t, fastConfig(stub))
-	h.waitTypes(conv.ID(), "session.started", "state.snapshot")
-	h.waitLive(conv, 1)
+	bothSockets(t, func(t *testing.T, socket string) {
+		stub := startStub(t)
+		conv := newConversation(t, stub)
+		h := startHarness(t, fastConfig(socket, stub))
+		h.waitTypes(conv.ID(), "session.started", "state.snapshot")
+		h.waitLive(conv, 1)
 
-	_, err := conv.SendUserMessage("list the files", false)
-	require.NoError(t, err)
-	mustStatus(t, conv, oh.StatusRunning)
-	act := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{Action: map[string]any{"kind": "TerminalAction", "command": "ls"}, SecurityRisk: "LOW"}))
-	mustAppend(t, conv, oh.ObservationEvent(act, "README.md", false))
-	act2 := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{Action: map[string]any{"kind": "TerminalAction", "command": "rm -rf /tmp/x"}}))
-	mustStatus(t, conv, oh.StatusWaitingForConfirmation)
-	mustStatus(t, conv, oh.StatusRunning)
-	mustAppend(t, conv, oh.ObservationEvent(act2, "permission denied", true))
-	mustStatus(t, conv, oh.StatusFinished)
+		_, err := conv.SendUserMessage("list the files", false)
+		require.NoError(t, err)
+		mustStatus(t, conv, oh.StatusRunning)
+		act := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{Action: map[string]any{"kind": "TerminalAction", "command": "ls"}, SecurityRisk: "LOW"}))
+		mustAppend(t, conv, oh.ObservationEvent(act, "README.md", false))
+		act2 := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{Action: map[string]any{"kind": "TerminalAction", "command": "rm -rf /tmp/x"}}))
+		mustStatus(t, conv, oh.StatusWaitingForConfirmation)
+		mustStatus(t, conv, oh.StatusRunning)
+		mustAppend(t, conv, oh.ObservationEvent(act2, "permission denied", true))
+		mustStatus(t, conv, oh.StatusFinished)
 
-	got := h.waitTypes(conv.ID(),
-		"x.openhands.message.event", "state.delta", // last_user_message_id
-		"run.started", "state.delta",
-		"tool.requested", "tool.completed", "tool.requested",
-		"state.delta", "attention.requested",
-		"state.delta", "attention.resolved",
-		"tool.failed",
-		"state.delta", "run.finished")
-	byType := map[string]*aep.Event{}
-	for _, ev := range got {
-		byType[ev.Type] = ev
-	}
-	req, res := byType["attention.requested"], byType["attention.resolved"]
-	assert.Equal(t, map[string]any{
-		"kind": "permission", "prompt": "Awaiting confirmation for a pending action",
-		"vendor_ts": req.Data["vendor_ts"], "vendor_event_id": req.Data["vendor_event_id"],
-	}, req.Data, "read-only: no options, no respond path")
-	assert.Equal(t, aep.SeverityNotice, req.Severity)
-	assert.Equal(t, req.ID, res.Subject)
-	assert.Equal(t, "answered", res.Data["resolution"])
-	assert.Equal(t, "run:"+conv.ID()+":1", byType["tool.failed"].Run)
-	assert.Equal(t, map[string]any{"type": "tool_error"}, byType["tool.failed"].Data["error"])
-	assert.Equal(t, "aep://"+stub.Addr()+"/agent/openhands/session/"+conv.ID(), got[0].Source)
+		got := h.waitTypes(conv.ID(),
+			"x.openhands.message.event", "state.delta", // last_user_message_id
+			"run.started", "state.delta",
+			"tool.requested", "tool.completed", "tool.requested",
+			"state.delta", "attention.requested",
+			"state.delta", "attention.resolved",
+			"tool.failed",
+			"state.delta", "run.finished")
+		byType := map[string]*aep.Event{}
+		for _, ev := range got {
+			byType[ev.Type] = ev
+		}
+		req, res := byType["attention.requested"], byType["attention.resolved"]
+		assert.Equal(t, map[string]any{
+			"kind": "permission", "prompt": "Awaiting confirmation for a pending action",
+			"vendor_ts": req.Data["vendor_ts"], "vendor_event_id": req.Data["vendor_event_id"],
+		}, req.Data, "read-only: no options, no respond path")
+		assert.Equal(t, aep.SeverityNotice, req.Severity)
+		assert.Equal(t, req.ID, res.Subject)
+		assert.Equal(t, "answered", res.Data["resolution"])
+		assert.Equal(t, "run:"+conv.ID()+":1", byType["tool.failed"].Run)
+		assert.Equal(t, map[string]any{"type": "tool_error"}, byType["tool.failed"].Data["error"])
+		assert.Equal(t, "aep://"+stub.Addr()+"/agent/openhands/session/"+conv.ID(), got[0].Source)
 
-	h.validate()
-	h.assertEveryVendorEventOnce(conv)
-	assertReadOnly(t, stub)
+		h.validate()
+		h.assertEveryVendorEventOnce(conv)
+		assertReadOnly(t, stub)
+	})
 }
 
 // assertReadOnly proves the receiver's write posture from the stub's own
@@ -322,110 +340,120 @@ func assertReadOnly(t *testing.T, stub *oh.Server) {
 }
 
 func TestTerminalStatuses(t *testing.T) {
-	for _, tc := range []struct {
-		status string
-		want   []string
-	}{
-		{oh.StatusFinished, []string{"state.delta", "run.finished"}},
-		{oh.StatusError, []string{"state.delta", "run.failed"}},
-		{oh.StatusStuck, []string{"state.delta", "run.failed"}},
-		{oh.StatusIdle, []string{"state.delta", "run.finished"}},
-	} {
-		t.Run(tc.status, func(t *testing.T) {
+	bothSockets(t, func(t *testing.T, socket string) {
+		for _, tc := range []struct {
+			status string
+			want   []string
+		}{
+			{oh.StatusFinished, []string{"state.delta", "run.finished"}},
+			{oh.StatusError, []string{"state.delta", "run.failed"}},
+			{oh.StatusStuck, []string{"state.delta", "run.failed"}},
+			{oh.StatusIdle, []string{"state.delta", "run.finished"}},
+		} {
+			t.Run(tc.status, func(t *testing.T) {
+				stub := startStub(t)
+				conv := newConversation(t, stub)
+				h := startHarness(t, fastConfig(socket, stub))
+				h.waitLive(conv, 1)
+				mustStatus(t, conv, oh.StatusRunning)
+				mustStatus(t, conv, tc.status)
+				got := h.waitTypes(conv.ID(), tc.want...)
+				terminal := last(got, tc.want[1])
+				assert.Equal(t, "run:"+conv.ID()+":1", terminal.Run)
+				switch tc.status {
+				case oh.StatusError, oh.StatusStuck:
+					assert.Equal(t, tc.status, terminal.Data["reason"])
+				case oh.StatusIdle:
+					assert.Equal(t, "idle", terminal.Data["reason"])
+				}
+				h.validate()
+			})
+		}
+
+		t.Run("deleted with pending attention", func(t *testing.T) {
 			stub := startStub(t)
 			conv := newConversation(t, stub)
-			h := startHarness(t, fastConfig(stub))
+			h := startHarness(t, fastConfig(socket, stub))
 			h.waitLive(conv, 1)
 			mustStatus(t, conv, oh.StatusRunning)
-			mustStatus(t, conv, tc.status)
-			got := h.waitTypes(conv.ID(), tc.want...)
-			terminal := last(got, tc.want[1])
-			assert.Equal(t, "run:"+conv.ID()+":1", terminal.Run)
-			switch tc.status {
-			case oh.StatusError, oh.StatusStuck:
-				assert.Equal(t, tc.status, terminal.Data["reason"])
-			case oh.StatusIdle:
-				assert.Equal(t, "idle", terminal.Data["reason"])
-			}
+			mustStatus(t, conv, oh.StatusWaitingForConfirmation)
+			h.waitTypes(conv.ID(), "state.delta", "attention.requested")
+			require.NoError(t, conv.Delete())
+			got := h.waitTypes(conv.ID(), "attention.resolved", "run.cancelled", "session.ended")
+			assert.Equal(t, "dismissed", last(got, "attention.resolved").Data["resolution"])
+			assert.Equal(t, "killed", last(got, "session.ended").Data["reason"])
 			h.validate()
+			assert.Eventually(t, func() bool { return conv.Sockets() == 0 }, waitFor, tick, "the socket is released")
 		})
-	}
-
-	t.Run("deleted with pending attention", func(t *testing.T) {
-		stub := startStub(t)
-		conv := newConversation(t, stub)
-		h := startHarness(t, fastConfig(stub))
-		h.waitLive(conv, 1)
-		mustStatus(t, conv, oh.StatusRunning)
-		mustStatus(t, conv, oh.StatusWaitingForConfirmation)
-		h.waitTypes(conv.ID(), "state.delta", "attention.requested")
-		require.NoError(t, conv.Delete())
-		got := h.waitTypes(conv.ID(), "attention.resolved", "run.cancelled", "session.ended")
-		assert.Equal(t, "dismissed", last(got, "attention.resolved").Data["resolution"])
-		assert.Equal(t, "killed", last(got, "session.ended").Data["reason"])
-		h.validate()
-		assert.Eventually(t, func() bool { return conv.Sockets() == 0 }, waitFor, tick, "the socket is released")
 	})
 }
 
 func TestDeltasOffThenOn(t *testing.T) {
-	for _, deltas := range []bool{false, true} {
-		t.Run(fmt.Sprintf("deltas=%v", deltas), func(t *testing.T) {
-			stub := startStub(t)
-			conv := newConversation(t, stub)
-			cfg := fastConfig(stub)
-			cfg.Deltas = deltas
-			h := startHarness(t, cfg)
-			h.waitLive(conv, 1)
-			mustStatus(t, conv, oh.StatusRunning)
-			_, err := conv.StreamAgentMessage("Hel", "lo")
-			require.NoError(t, err)
-			mustAppend(t, conv, oh.TokenEvent([]int{1, 2}, []int{3}))
-			mustStatus(t, conv, oh.StatusFinished)
-			got := h.waitTypes(conv.ID(), "state.delta", "run.finished")
-			deltaCount := 0
-			for _, ev := range got {
-				if ev.Type == "x.openhands.streaming.delta" {
-					deltaCount++
-					assert.NotContains(t, ev.Data, "payload", "content rides only at redacted or above")
+	bothSockets(t, func(t *testing.T, socket string) {
+		for _, deltas := range []bool{false, true} {
+			t.Run(fmt.Sprintf("deltas=%v", deltas), func(t *testing.T) {
+				stub := startStub(t)
+				conv := newConversation(t, stub)
+				cfg := fastConfig(socket, stub)
+				cfg.Deltas = deltas
+				h := startHarness(t, cfg)
+				h.waitLive(conv, 1)
+				mustStatus(t, conv, oh.StatusRunning)
+				_, err := conv.StreamAgentMessage("Hel", "lo")
+				require.NoError(t, err)
+				mustAppend(t, conv, oh.TokenEvent([]int{1, 2}, []int{3}))
+				mustStatus(t, conv, oh.StatusFinished)
+				got := h.waitTypes(conv.ID(), "state.delta", "run.finished")
+				deltaCount := 0
+				for _, ev := range got {
+					if ev.Type == "x.openhands.streaming.delta" {
+						deltaCount++
+						assert.NotContains(t, ev.Data, "payload", "content rides only at redacted or above")
+					}
 				}
-			}
-			if deltas {
-				assert.Equal(t, 2, deltaCount)
-			} else {
-				assert.Zero(t, deltaCount)
-			}
-			h.validate()
-		})
-	}
+				if deltas {
+					assert.Equal(t, 2, deltaCount)
+				} else {
+					assert.Zero(t, deltaCount)
+				}
+				h.validate()
+			})
+		}
+	})
 }
 
 func TestReconnectMidRunWithOverlap(t *testing.T) {
-	stub := startStub(t)
-	conv := newConversation(t, stub)
-	h := startHarness(t, fastConfig(stub))
-	h.waitLive(conv, 1)
-	mustStatus(t, conv, oh.StatusRunning)
-	act := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
-	h.waitTypes(conv.ID(), "tool.requested")
+	bothSockets(t, func(t *testing.T, socket string) {
+		stub := startStub(t)
+		conv := newConversation(t, stub)
+		h := startHarness(t, fastConfig(socket, stub))
+		h.waitLive(conv, 1)
+		mustStatus(t, conv, oh.StatusRunning)
+		act := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
+		h.waitTypes(conv.ID(), "tool.requested")
 
-	conv.DropSockets()
-	// While the receiver is away the run goes on.
-	mustAppend(t, conv, oh.ObservationEvent(act, "ok", false))
-	act2 := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
-	h.waitLive(conv, 2)
-	mustAppend(t, conv, oh.ObservationEvent(act2, "ok", false))
-	mustStatus(t, conv, oh.StatusFinished)
+		conv.DropSockets()
+		// While the receiver is away the run goes on.
+		mustAppend(t, conv, oh.ObservationEvent(act, "ok", false))
+		act2 := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
+		h.waitLive(conv, 2)
+		mustAppend(t, conv, oh.ObservationEvent(act2, "ok", false))
+		mustStatus(t, conv, oh.StatusFinished)
 
-	got := h.waitTypes(conv.ID(), "state.delta", "run.finished")
-	assert.Equal(t, 1, count(got, "run.started"), "one run across the reconnect")
-	assert.Positive(t, h.metric("otelcol_openhands_reconnects", "", ""))
-	assert.Positive(t, h.metric("otelcol_openhands_duplicates_dropped", "", ""), "the resume margin overlaps")
-	assert.Equal(t, int64(len(h.events())), h.metric("otelcol_openhands_aep_events", "", ""))
-	assert.Equal(t, 2, count(got, "tool.completed"))
-	assert.Equal(t, 2, count(got, "state.snapshot"), "one connect snapshot per connection")
-	h.validate()
-	h.assertEveryVendorEventOnce(conv)
+		got := h.waitTypes(conv.ID(), "state.delta", "run.finished")
+		assert.Equal(t, 1, count(got, "run.started"), "one run across the reconnect")
+		assert.Positive(t, h.metric("otelcol_openhands_reconnects", "", ""))
+		if socket == socketEvents {
+			assert.Positive(t, h.metric("otelcol_openhands_duplicates_dropped", "", ""), "the resume margin overlaps")
+		} else {
+			assert.Zero(t, h.metric("otelcol_openhands_duplicates_dropped", "", ""), "after_seq resumes exactly")
+		}
+		assert.Equal(t, int64(len(h.events())), h.metric("otelcol_openhands_aep_events", "", ""))
+		assert.Equal(t, 2, count(got, "tool.completed"))
+		assert.Equal(t, 2, count(got, "state.snapshot"), "one connect snapshot per connection")
+		h.validate()
+		h.assertEveryVendorEventOnce(conv)
+	})
 }
 
 // last returns the last event of type typ.
@@ -452,142 +480,170 @@ func count(evs []*aep.Event, typ string) int {
 // history, on every page, so live frames overlap the history in both
 // directions; each vendor event must still come out once, in log order.
 func TestAdversarialInterleaving(t *testing.T) {
-	stub := startStub(t)
-	conv := newConversation(t, stub)
-	mustStatus(t, conv, oh.StatusRunning)
-	for range 150 { // more than one page of history
-		mustAppend(t, conv, oh.MessageEvent("agent", "thinking"))
-	}
-	var appended sync.WaitGroup
-	stub.OnEventSearch(func(string) {
-		appended.Go(func() {
-			for range 5 {
-				_, _ = conv.Append(oh.MessageEvent("agent", "live"))
-			}
-		})
-		appended.Wait()
-	})
-	h := startHarness(t, fastConfig(stub))
-	h.waitLive(conv, 1)
-	stub.OnEventSearch(nil)
-	mustStatus(t, conv, oh.StatusFinished)
-	h.waitTypes(conv.ID(), "state.delta", "run.finished")
-
-	// Log order: the vendor events' AEP outputs follow the server's log.
-	var emitted []string
-	for _, ev := range h.session(conv.ID()) {
-		if id, _ := ev.Data["vendor_event_id"].(string); id != "" && ev.Type != "run.started" && ev.Type != "run.finished" {
-			emitted = append(emitted, id)
+	bothSockets(t, func(t *testing.T, socket string) {
+		stub := startStub(t)
+		conv := newConversation(t, stub)
+		mustStatus(t, conv, oh.StatusRunning)
+		for range 150 { // more than one page of history
+			mustAppend(t, conv, oh.MessageEvent("agent", "thinking"))
 		}
-	}
-	var logOrder []string
-	for _, ve := range conv.Events() {
-		logOrder = append(logOrder, ve.ID())
-	}
-	// The connect snapshot is transient (not in the log); drop it.
-	emitted = slices.DeleteFunc(emitted, func(id string) bool { return !slices.Contains(logOrder, id) })
-	assert.Equal(t, logOrder, emitted)
-	h.validate()
-	h.assertEveryVendorEventOnce(conv)
+		var appended sync.WaitGroup
+		stub.OnEventSearch(func(string) {
+			appended.Go(func() {
+				for range 5 {
+					_, _ = conv.Append(oh.MessageEvent("agent", "live"))
+				}
+			})
+			appended.Wait()
+		})
+		h := startHarness(t, fastConfig(socket, stub))
+		h.waitLive(conv, 1)
+		stub.OnEventSearch(nil)
+		mustStatus(t, conv, oh.StatusFinished)
+		h.waitTypes(conv.ID(), "state.delta", "run.finished")
+
+		// Log order: the vendor events' AEP outputs follow the server's log.
+		var emitted []string
+		for _, ev := range h.session(conv.ID()) {
+			if id, _ := ev.Data["vendor_event_id"].(string); id != "" && ev.Type != "run.started" && ev.Type != "run.finished" {
+				emitted = append(emitted, id)
+			}
+		}
+		var logOrder []string
+		for _, ve := range conv.Events() {
+			logOrder = append(logOrder, ve.ID())
+		}
+		// The connect snapshot is transient (not in the log); drop it.
+		emitted = slices.DeleteFunc(emitted, func(id string) bool { return !slices.Contains(logOrder, id) })
+		assert.Equal(t, logOrder, emitted)
+		h.validate()
+		h.assertEveryVendorEventOnce(conv)
+	})
 }
 
 func TestTwoServers(t *testing.T) {
-	a, b := startStub(t), startStub(t)
-	ca, cb := newConversation(t, a), newConversation(t, b)
-	h := startHarness(t, fastConfig(a, b))
-	h.waitLive(ca, 1)
-	h.waitLive(cb, 1)
-	mustStatus(t, ca, oh.StatusRunning)
-	mustStatus(t, cb, oh.StatusRunning)
-	mustStatus(t, ca, oh.StatusFinished)
-	mustStatus(t, cb, oh.StatusStuck)
-	h.waitTypes(ca.ID(), "state.delta", "run.finished")
-	h.waitTypes(cb.ID(), "state.delta", "run.failed")
-	assert.NotEqual(t, h.session(ca.ID())[0].Source, h.session(cb.ID())[0].Source)
-	h.validate()
-	assertReadOnly(t, a)
-	assertReadOnly(t, b)
+	bothSockets(t, func(t *testing.T, socket string) {
+		a, b := startStub(t), startStub(t)
+		ca, cb := newConversation(t, a), newConversation(t, b)
+		h := startHarness(t, fastConfig(socket, a, b))
+		h.waitLive(ca, 1)
+		h.waitLive(cb, 1)
+		mustStatus(t, ca, oh.StatusRunning)
+		mustStatus(t, cb, oh.StatusRunning)
+		mustStatus(t, ca, oh.StatusFinished)
+		mustStatus(t, cb, oh.StatusStuck)
+		h.waitTypes(ca.ID(), "state.delta", "run.finished")
+		h.waitTypes(cb.ID(), "state.delta", "run.failed")
+		assert.NotEqual(t, h.session(ca.ID())[0].Source, h.session(cb.ID())[0].Source)
+		h.validate()
+		assertReadOnly(t, a)
+		assertReadOnly(t, b)
+	})
 }
 
 func TestSessionEndsWhenConversationDisappears(t *testing.T) {
-	stub := startStub(t)
-	conv := newConversation(t, stub)
-	h := startHarness(t, fastConfig(stub))
-	h.waitLive(conv, 1)
-	require.NoError(t, conv.Delete())
-	got := h.waitTypes(conv.ID(), "session.ended")
-	assert.Equal(t, "killed", last(got, "session.ended").Data["reason"])
-	// Later polls must not bring it back.
-	time.Sleep(5 * fastConfig(stub).PollInterval)
-	assert.Equal(t, 1, count(h.session(conv.ID()), "session.started"))
-	h.validate()
+	bothSockets(t, func(t *testing.T, socket string) {
+		stub := startStub(t)
+		conv := newConversation(t, stub)
+		h := startHarness(t, fastConfig(socket, stub))
+		h.waitLive(conv, 1)
+		require.NoError(t, conv.Delete())
+		got := h.waitTypes(conv.ID(), "session.ended")
+		assert.Equal(t, "killed", last(got, "session.ended").Data["reason"])
+		// Later polls must not bring it back.
+		time.Sleep(5 * fastConfig(socket, stub).PollInterval)
+		assert.Equal(t, 1, count(h.session(conv.ID()), "session.started"))
+		h.validate()
+	})
 }
 
 func TestIdleDetachAndReattach(t *testing.T) {
-	stub := startStub(t)
-	conv := newConversation(t, stub)
-	cfg := fastConfig(stub)
-	cfg.IdleDetach = 200 * time.Millisecond
-	h := startHarness(t, cfg)
-	h.waitLive(conv, 1)
-	mustStatus(t, conv, oh.StatusRunning)
-	mustStatus(t, conv, oh.StatusFinished)
-	h.waitTypes(conv.ID(), "state.delta", "run.finished")
-	assert.Eventually(t, func() bool { return conv.Sockets() == 0 }, waitFor, tick, "an idle conversation is detached")
+	bothSockets(t, func(t *testing.T, socket string) {
+		stub := startStub(t)
+		conv := newConversation(t, stub)
+		cfg := fastConfig(socket, stub)
+		cfg.IdleDetach = 200 * time.Millisecond
+		h := startHarness(t, cfg)
+		h.waitLive(conv, 1)
+		mustStatus(t, conv, oh.StatusRunning)
+		mustStatus(t, conv, oh.StatusFinished)
+		h.waitTypes(conv.ID(), "state.delta", "run.finished")
+		assert.Eventually(t, func() bool { return conv.Sockets() == 0 }, waitFor, tick, "an idle conversation is detached")
 
-	mustStatus(t, conv, oh.StatusRunning) // search shows it move
-	waitSockets(t, conv, 1)
-	got := h.waitTypes(conv.ID(), "run.started", "state.delta")
-	assert.Equal(t, "run:"+conv.ID()+":2", last(got, "state.delta").Run)
-	h.validate()
-	h.assertEveryVendorEventOnce(conv)
+		mustStatus(t, conv, oh.StatusRunning) // search shows it move
+		waitSockets(t, conv, 1)
+		got := h.waitTypes(conv.ID(), "run.started", "state.delta")
+		assert.Equal(t, "run:"+conv.ID()+":2", last(got, "state.delta").Run)
+		h.validate()
+		h.assertEveryVendorEventOnce(conv)
+	})
 }
 
 func TestBadInputKeepsOtherConversationsFlowing(t *testing.T) {
-	stub := startStub(t)
-	bad, good := newConversation(t, stub), newConversation(t, stub)
-	h := startHarness(t, fastConfig(stub))
-	h.waitLive(bad, 1)
-	h.waitLive(good, 1)
+	bothSockets(t, func(t *testing.T, socket string) {
+		stub := startStub(t)
+		bad, good := newConversation(t, stub), newConversation(t, stub)
+		h := startHarness(t, fastConfig(socket, stub))
+		h.waitLive(bad, 1)
+		h.waitLive(good, 1)
 
-	for _, f := range [][]byte{oh.BadJSONFrame(), oh.MissingFieldsFrame(), oh.UnknownKindFrame()} {
-		require.Equal(t, 1, bad.InjectFrame(oh.EndpointEvents, f))
+		for _, f := range badFrames(socket) {
+			require.Equal(t, 1, bad.InjectFrame(endpointOf(socket), f))
+		}
+		mustStatus(t, good, oh.StatusRunning)
+		mustStatus(t, bad, oh.StatusRunning)
+		h.waitTypes(good.ID(), "run.started", "state.delta")
+		got := h.waitTypes(bad.ID(), "x.openhands.future.telepathy", "run.started", "state.delta")
+		assert.Equal(t, aep.SeverityDebug, last(got, "x.openhands.future.telepathy").Severity,
+			"the unknown kind degrades to x.openhands.* visibility")
+
+		decodeErrors := h.metric("otelcol_openhands_decode_errors", "cause", "event") + h.metric("otelcol_openhands_decode_errors", "cause", "frame")
+		assert.Equal(t, int64(2), decodeErrors, "bad JSON and missing fields")
+		assert.Equal(t, int64(1), h.metric("otelcol_openhands_vendor_events", "kind", "other"))
+		assert.Equal(t, int64(2), h.metric("otelcol_openhands_conversations_attached", "", ""))
+
+		// An oversize frame drops the socket; the receiver comes back.
+		bad.InjectFrame(endpointOf(socket), oh.OversizeFrame(int(h.rcv.cfg.MaxFrameBytes)+1))
+		h.waitLive(bad, 2)
+		mustStatus(t, bad, oh.StatusFinished)
+		h.waitTypes(bad.ID(), "state.delta", "run.finished")
+
+		// Garbage and looping search pages: logged, existing sessions unharmed.
+		stub.SetConversationSearchFault(oh.SearchLoop)
+		time.Sleep(3 * h.rcv.cfg.PollInterval)
+		stub.SetConversationSearchFault(oh.SearchGarbage)
+		time.Sleep(3 * h.rcv.cfg.PollInterval)
+		assert.Equal(t, componentstatus.StatusRecoverableError, h.host.last())
+		stub.SetConversationSearchFault(oh.SearchOK)
+		assert.Eventually(t, func() bool { return h.host.last() == componentstatus.StatusOK }, waitFor, tick)
+		mustStatus(t, good, oh.StatusFinished)
+		h.waitTypes(good.ID(), "state.delta", "run.finished")
+		assert.Zero(t, count(h.session(good.ID()), "session.ended"), "a broken search ends nothing")
+		h.validate()
+	})
+}
+
+// badFrames are a malformed frame, an event missing its id and an event of
+// an unknown kind, as each socket carries them.
+func badFrames(socket string) [][]byte {
+	if socket == socketEvents {
+		return [][]byte{oh.BadJSONFrame(), oh.MissingFieldsFrame(), oh.UnknownKindFrame()}
 	}
-	mustStatus(t, good, oh.StatusRunning)
-	mustStatus(t, bad, oh.StatusRunning)
-	h.waitTypes(good.ID(), "run.started", "state.delta")
-	got := h.waitTypes(bad.ID(), "x.openhands.future.telepathy", "run.started", "state.delta")
-	assert.Equal(t, aep.SeverityDebug, last(got, "x.openhands.future.telepathy").Severity,
-		"the unknown kind degrades to x.openhands.* visibility")
-
-	assert.Equal(t, int64(2), h.metric("otelcol_openhands_decode_errors", "cause", "event"), "bad JSON and missing fields")
-	assert.Equal(t, int64(1), h.metric("otelcol_openhands_vendor_events", "kind", "other"))
-	assert.Equal(t, int64(2), h.metric("otelcol_openhands_conversations_attached", "", ""))
-
-	// An oversize frame drops the socket; the receiver comes back.
-	bad.InjectFrame(oh.EndpointEvents, oh.OversizeFrame(int(h.rcv.cfg.MaxFrameBytes)+1))
-	h.waitLive(bad, 2)
-	mustStatus(t, bad, oh.StatusFinished)
-	h.waitTypes(bad.ID(), "state.delta", "run.finished")
-
-	// Garbage and looping search pages: logged, existing sessions unharmed.
-	stub.SetConversationSearchFault(oh.SearchLoop)
-	time.Sleep(3 * h.rcv.cfg.PollInterval)
-	stub.SetConversationSearchFault(oh.SearchGarbage)
-	time.Sleep(3 * h.rcv.cfg.PollInterval)
-	assert.Equal(t, componentstatus.StatusRecoverableError, h.host.last())
-	stub.SetConversationSearchFault(oh.SearchOK)
-	assert.Eventually(t, func() bool { return h.host.last() == componentstatus.StatusOK }, waitFor, tick)
-	mustStatus(t, good, oh.StatusFinished)
-	h.waitTypes(good.ID(), "state.delta", "run.finished")
-	assert.Zero(t, count(h.session(good.ID()), "session.ended"), "a broken search ends nothing")
-	h.validate()
+	wrap := func(typ string, ev []byte) []byte {
+		return []byte(`{"type":"` + typ + `","seq":100000,"event":` + string(ev) + `}`)
+	}
+	return [][]byte{
+		oh.BadJSONFrame(),
+		[]byte(`{"type":"durable"}`), // no seq, no event
+		wrap("transient", oh.UnknownKindFrame()),
+		[]byte(`{"type":"frame_from_the_future","anything":1}`), // ignored, as the protocol asks
+	}
 }
 
 func TestWrongKeyIsPermanent(t *testing.T) {
 	stub := startStub(t)
 	newConversation(t, stub)
-	cfg := fastConfig(stub)
+	cfg := fastConfig(socketEvents, stub)
 	cfg.Servers[0].SessionAPIKey = configopaque.String("wrong")
 	h := startHarness(t, cfg)
 	assert.Eventually(t, func() bool { return h.host.last() == componentstatus.StatusPermanentError }, waitFor, tick)
@@ -595,112 +651,148 @@ func TestWrongKeyIsPermanent(t *testing.T) {
 }
 
 func TestAgentServerRestartMidRun(t *testing.T) {
-	stub := startStub(t)
-	conv := newConversation(t, stub)
-	h := startHarness(t, fastConfig(stub))
-	h.waitLive(conv, 1)
-	mustStatus(t, conv, oh.StatusRunning)
-	mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
-	h.waitTypes(conv.ID(), "tool.requested")
+	bothSockets(t, func(t *testing.T, socket string) {
+		stub := startStub(t)
+		conv := newConversation(t, stub)
+		h := startHarness(t, fastConfig(socket, stub))
+		h.waitLive(conv, 1)
+		mustStatus(t, conv, oh.StatusRunning)
+		mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
+		h.waitTypes(conv.ID(), "tool.requested")
 
-	require.NoError(t, stub.Restart()) // a running conversation comes back as error
-	waitSockets(t, conv, 1)
-	got := h.waitTypes(conv.ID(), "state.delta", "run.failed", "tool.failed")
-	assert.Equal(t, "error", last(got, "run.failed").Data["reason"])
-	assert.Equal(t, 1, count(got, "run.started"))
-	h.validate()
-	h.assertEveryVendorEventOnce(conv)
+		require.NoError(t, stub.Restart()) // a running conversation comes back as error
+		waitSockets(t, conv, 1)
+		got := h.waitTypes(conv.ID(), "state.delta", "run.failed", "tool.failed")
+		assert.Equal(t, "error", last(got, "run.failed").Data["reason"])
+		assert.Equal(t, 1, count(got, "run.started"))
+		h.validate()
+		h.assertEveryVendorEventOnce(conv)
+	})
 }
 
 func TestUnknownConversationCloseRetriesAtDiscovery(t *testing.T) {
-	stub := startStub(t)
-	conv := newConversation(t, stub)
-	h := startHarness(t, fastConfig(stub))
-	h.waitLive(conv, 1)
-	conv.CloseSockets(4004, "Conversation not found")
-	// 4004 stops the socket's own retries; discovery still lists the
-	// conversation, so its next round attaches again.
-	h.waitLive(conv, 2)
-	mustStatus(t, conv, oh.StatusRunning)
-	h.waitTypes(conv.ID(), "run.started", "state.delta")
-	assert.Zero(t, h.metric("otelcol_openhands_reconnects", "", ""), "a 4004 is not retried by the socket loop")
-	h.validate()
+	bothSockets(t, func(t *testing.T, socket string) {
+		stub := startStub(t)
+		conv := newConversation(t, stub)
+		h := startHarness(t, fastConfig(socket, stub))
+		h.waitLive(conv, 1)
+		conv.CloseSockets(4004, "Conversation not found")
+		// 4004 stops the socket's own retries; discovery still lists the
+		// conversation, so its next round attaches again.
+		h.waitLive(conv, 2)
+		mustStatus(t, conv, oh.StatusRunning)
+		h.waitTypes(conv.ID(), "run.started", "state.delta")
+		assert.Zero(t, h.metric("otelcol_openhands_reconnects", "", ""), "a 4004 is not retried by the socket loop")
+		h.validate()
+	})
 }
 
 // TestTransportShapesAndTimestampForms runs a reconnect against a server
 // of the v1.31–v1.36 transport shape (no parent_id) whose clock yields
 // whole seconds, so vendor timestamps carry no fraction.
 func TestTransportShapesAndTimestampForms(t *testing.T) {
-	base := time.Date(2026, 8, 22, 14, 3, 11, 0, time.UTC)
-	var ticks sync.Mutex
-	n := 0
-	stub := oh.Start(t, oh.Config{
-		SessionAPIKeys:      []string{testKey},
-		LegacyTransportDump: true,
-		Clock: func() time.Time {
-			ticks.Lock()
-			defer ticks.Unlock()
-			n++
-			return base.Add(time.Duration(n) * time.Second)
-		},
-	})
-	conv := newConversation(t, stub)
-	h := startHarness(t, fastConfig(stub))
-	h.waitLive(conv, 1)
-	mustStatus(t, conv, oh.StatusRunning)
-	act := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
-	h.waitTypes(conv.ID(), "tool.requested")
-	conv.DropSockets()
-	mustAppend(t, conv, oh.ObservationEvent(act, "done", false))
-	h.waitLive(conv, 2)
-	mustStatus(t, conv, oh.StatusFinished)
-	got := h.waitTypes(conv.ID(), "state.delta", "run.finished")
+	bothSockets(t, func(t *testing.T, socket string) {
+		base := time.Date(2026, 8, 22, 14, 3, 11, 0, time.UTC)
+		var ticks sync.Mutex
+		n := 0
+		stub := oh.Start(t, oh.Config{
+			SessionAPIKeys:      []string{testKey},
+			LegacyTransportDump: true,
+			Clock: func() time.Time {
+				ticks.Lock()
+				defer ticks.Unlock()
+				n++
+				return base.Add(time.Duration(n) * time.Second)
+			},
+		})
+		conv := newConversation(t, stub)
+		h := startHarness(t, fastConfig(socket, stub))
+		h.waitLive(conv, 1)
+		mustStatus(t, conv, oh.StatusRunning)
+		act := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
+		h.waitTypes(conv.ID(), "tool.requested")
+		conv.DropSockets()
+		mustAppend(t, conv, oh.ObservationEvent(act, "done", false))
+		h.waitLive(conv, 2)
+		mustStatus(t, conv, oh.StatusFinished)
+		got := h.waitTypes(conv.ID(), "state.delta", "run.finished")
 
-	completed := last(got, "tool.completed")
-	require.NotNil(t, completed)
-	assert.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$`, completed.Data["vendor_ts"], "the naive timestamp rides verbatim")
-	h.validate()
-	h.assertEveryVendorEventOnce(conv)
+		completed := last(got, "tool.completed")
+		require.NotNil(t, completed)
+		assert.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$`, completed.Data["vendor_ts"], "the naive timestamp rides verbatim")
+		h.validate()
+		h.assertEveryVendorEventOnce(conv)
+	})
 }
 
 // TestSecretSplitAcrossDeltasNeverLeavesWhole drives the real redaction
 // pipeline: an operator-named secret (secret_env) streamed one character
 // per delta must not appear whole in any emitted record.
 func TestSecretSplitAcrossDeltasNeverLeavesWhole(t *testing.T) {
-	const secret = "hunter2-correct-horse"
-	t.Setenv("OPENHANDS_TEST_SECRET", secret)
-	stub := startStub(t)
-	conv := newConversation(t, stub)
-	cfg := fastConfig(stub)
-	cfg.Deltas = true
-	cfg.Capture = CaptureConfig{Level: aep.CaptureRedacted}
-	cfg.SecretEnv = []string{"OPENHANDS_TEST_SECRET"}
-	h := startHarness(t, cfg)
-	h.waitLive(conv, 1)
-	mustStatus(t, conv, oh.StatusRunning)
+	bothSockets(t, func(t *testing.T, socket string) {
+		const secret = "hunter2-correct-horse"
+		t.Setenv("OPENHANDS_TEST_SECRET", secret)
+		stub := startStub(t)
+		conv := newConversation(t, stub)
+		cfg := fastConfig(socket, stub)
+		cfg.Deltas = true
+		cfg.Capture = CaptureConfig{Level: aep.CaptureRedacted}
+		cfg.SecretEnv = []string{"OPENHANDS_TEST_SECRET"}
+		h := startHarness(t, cfg)
+		h.waitLive(conv, 1)
+		mustStatus(t, conv, oh.StatusRunning)
 
-	chunks := []string{"the key is "}
-	for _, r := range secret {
-		chunks = append(chunks, string(r))
-	}
-	chunks = append(chunks, " ok")
-	_, err := conv.StreamAgentMessage(chunks...)
-	require.NoError(t, err)
-	mustStatus(t, conv, oh.StatusFinished)
-	got := h.waitTypes(conv.ID(), "state.delta", "run.finished")
-
-	var streamed strings.Builder
-	for _, ev := range got {
-		raw, err := ev.MarshalJSON()
+		chunks := []string{"the key is "}
+		for _, r := range secret {
+			chunks = append(chunks, string(r))
+		}
+		chunks = append(chunks, " ok")
+		_, err := conv.StreamAgentMessage(chunks...)
 		require.NoError(t, err)
-		assert.NotContains(t, string(raw), secret)
-		if ev.Type == "x.openhands.streaming.delta" {
-			payload, _ := ev.Data["payload"].(map[string]any)
-			content, _ := payload["content"].(string)
-			streamed.WriteString(content)
+		mustStatus(t, conv, oh.StatusFinished)
+		got := h.waitTypes(conv.ID(), "state.delta", "run.finished")
+
+		var streamed strings.Builder
+		for _, ev := range got {
+			raw, err := ev.MarshalJSON()
+			require.NoError(t, err)
+			assert.NotContains(t, string(raw), secret)
+			if ev.Type == "x.openhands.streaming.delta" {
+				payload, _ := ev.Data["payload"].(map[string]any)
+				content, _ := payload["content"].(string)
+				streamed.WriteString(content)
+			}
+		}
+		assert.Contains(t, streamed.String(), "[REDACTED:secret]", "the delta stream carried the redacted text")
+		assert.Equal(t, aep.CaptureRedacted, last(got, "x.openhands.message.event").Capture)
+		h.validate()
+	})
+}
+
+// TestAutoSocketFallsBackOnOlderServers: `socket: auto` attaches to
+// /sockets/session where the server has it and to /sockets/events on a
+// server that predates it.
+func TestAutoSocketFallsBackOnOlderServers(t *testing.T) {
+	current := startStub(t)
+	older := oh.Start(t, oh.Config{SessionAPIKeys: []string{testKey}, WithoutSessionSocket: true})
+	cNew, cOld := newConversation(t, current), newConversation(t, older)
+	h := startHarness(t, fastConfig(socketAuto, current, older))
+	h.waitLive(cNew, 1)
+	h.waitLive(cOld, 1)
+	mustStatus(t, cNew, oh.StatusRunning)
+	mustStatus(t, cOld, oh.StatusRunning)
+	h.waitTypes(cNew.ID(), "run.started", "state.delta")
+	h.waitTypes(cOld.ID(), "run.started", "state.delta")
+
+	endpoints := map[string]oh.Endpoint{}
+	for _, s := range []*oh.Server{current, older} {
+		for _, f := range s.InboundFrames() {
+			endpoints[f.ConversationID] = f.Endpoint
 		}
 	}
-	assert.Contains(t, streamed.String(), "[REDACTED:secret]", "the delta stream carried the redacted text")
-	assert.Equal(t, aep.CaptureRedacted, last(got, "x.openhands.message.event").Capture)
+	assert.Equal(t, oh.EndpointSession, endpoints[cNew.ID()])
+	assert.Equal(t, oh.EndpointEvents, endpoints[cOld.ID()])
 	h.validate()
+	assertReadOnly(t, current)
+	assertReadOnly(t, older)
 }
