@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 )
@@ -29,6 +30,9 @@ type Record struct {
 	// BindingSocket.
 	Binding Binding
 	Conn    int
+	// ReceivedAt is when the relay ingested the Event (validated, before
+	// buffering and fan-out); for Events() it is the first arrival.
+	ReceivedAt time.Time
 }
 
 // ViolationKind classifies a Violation.

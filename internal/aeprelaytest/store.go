@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 )
@@ -55,10 +56,11 @@ type ingested struct {
 	positioned bool // carries session and seq
 	binding    Binding
 	conn       int
+	at         time.Time // when the relay ingested it
 }
 
 func newIngested(raw []byte, ev *aep.Event, b Binding, conn int) *ingested {
-	in := &ingested{raw: raw, ev: ev, binding: b, conn: conn}
+	in := &ingested{raw: raw, ev: ev, binding: b, conn: conn, at: time.Now()}
 	if ev.Session != "" && ev.Seq != nil {
 		in.pos, in.positioned = position{ev.EffectiveEpoch(), *ev.Seq}, true
 	}
@@ -66,7 +68,7 @@ func newIngested(raw []byte, ev *aep.Event, b Binding, conn int) *ingested {
 }
 
 func (in *ingested) record() Record {
-	return Record{Raw: in.raw, Event: in.ev, Binding: in.binding, Conn: in.conn}
+	return Record{Raw: in.raw, Event: in.ev, Binding: in.binding, Conn: in.conn, ReceivedAt: in.at}
 }
 
 type sessionKey struct{ source, session string }

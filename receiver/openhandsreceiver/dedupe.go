@@ -4,16 +4,19 @@ package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openha
 // conversation. Overlap only ever spans the resume margin of a reconnect or
 // the frames buffered while history was paged, so a bounded window is
 // enough and a long-lived conversation does not grow the receiver's memory.
+// The window grows with use rather than being allocated up front: sized
+// for a full window, an idle conversation would hold over half a megabyte.
 type recentIDs struct {
-	set  map[string]struct{}
-	ring []string
-	next int
+	set      map[string]struct{}
+	ring     []string // oldest at next once full
+	next     int
+	capacity int
 }
 
 const dedupeWindow = 8192
 
 func newRecentIDs(capacity int) *recentIDs {
-	return &recentIDs{set: make(map[string]struct{}, capacity), ring: make([]string, capacity)}
+	return &recentIDs{set: make(map[string]struct{}), capacity: capacity}
 }
 
 // add records id and reports whether it was new.
@@ -21,12 +24,14 @@ func (r *recentIDs) add(id string) bool {
 	if _, ok := r.set[id]; ok {
 		return false
 	}
-	if old := r.ring[r.next]; old != "" {
-		delete(r.set, old)
+	if len(r.ring) < r.capacity {
+		r.ring = append(r.ring, id)
+	} else {
+		delete(r.set, r.ring[r.next])
+		r.ring[r.next] = id
+		r.next = (r.next + 1) % r.capacity
 	}
-	r.ring[r.next] = id
 	r.set[id] = struct{}{}
-	r.next = (r.next + 1) % len(r.ring)
 	return true
 }
 

@@ -16,4 +16,13 @@ func TestRecentIDsWindow(t *testing.T) {
 	}
 	assert.True(t, r.add("a"), "a fell out of the window")
 	assert.Len(t, r.set, 3)
+	// Wrapped around the ring: the window is the last three ids, oldest out first.
+	for _, id := range []string{"b", "c", "d", "e"} {
+		assert.True(t, r.add(id))
+	}
+	assert.False(t, r.has("b"))
+	for _, id := range []string{"c", "d", "e"} {
+		assert.True(t, r.has(id), id)
+	}
+	assert.Len(t, r.set, 3)
 }

@@ -1,0 +1,212 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/provider/yamlprovider"
+	"go.opentelemetry.io/collector/exporter/otlphttpexporter"
+	"go.opentelemetry.io/collector/otelcol"
+	"go.opentelemetry.io/collector/processor/batchprocessor"
+	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/otelcol-openhands/otelcol-openhands/exporter/aeprelayexporter"
+	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
+)
+
+const (
+	stubKey    = "e2e-session-key"
+	relayToken = "e2e-relay-token"
+	// waitFor bounds every wait of these tests.
+	waitFor = 15 * time.Second
+	tick    = 5 * time.Millisecond
+)
+
+// pipelineConfig is what the collector under test connects to.
+type pipelineConfig struct {
+	agentServer string // base URL of the stub agent server
+	relay       string // base URL of the AEP relay
+	// socket is the receiver's servers[].socket: session, events, or ""
+	// for its default (auto: session where the server has it).
+	socket string
+	// otlp is the OTLP/HTTP sink's base URL; "" leaves the otlphttp
+	// exporter out of the pipeline.
+	otlp string
+	// confirmTimeout bounds the wait for the pong that confirms a batch.
+	confirmTimeout time.Duration
+	// quiet logs only the collector's errors: a benchmark's own relay
+	// restarts would fill its output with warnings.
+	quiet bool
+}
+
+// yaml renders the collector configuration: short timings everywhere so
+// that faults heal within a test, retries that never give up (a test that
+// loses events must fail on the loss, not on a dropped batch), and no
+// internal metrics, so nothing binds a port but the components under test.
+func (c pipelineConfig) yaml() string {
+	confirm := c.confirmTimeout
+	if confirm == 0 {
+		confirm = 5 * time.Second
+	}
+	const retry = `
+    retry_on_failure:
+      initial_interval: 10ms
+      max_interval: 100ms
+      max_elapsed_time: 0s`
+	socket := ""
+	if c.socket != "" {
+		socket = "\n        socket: " + c.socket
+	}
+	exporters := []string{"aeprelay"}
+	var b strings.Builder
+	fmt.Fprintf(&b, `
+receivers:
+  openhands:
+    servers:
+      - endpoint: %s
+        session_api_key: %s
+        name: stub%s
+    poll_interval: 50ms
+    reconnect:
+      initial_interval: 10ms
+      max_interval: 100ms
+processors:
+  batch:
+    timeout: 20ms
+exporters:
+  aeprelay:
+    endpoint: %s
+    token: %s
+    instance: e2e/1
+    hello_timeout: 2s
+    confirm_timeout: %s
+    timeout: 5s
+    reconnect:
+      initial_interval: 10ms
+      max_interval: 100ms%s
+`, c.agentServer, stubKey, socket, c.relay, relayToken, confirm, retry)
+	if c.otlp != "" {
+		exporters = append(exporters, "otlp_http")
+		fmt.Fprintf(&b, `
+  otlp_http:
+    endpoint: %s%s
+`, c.otlp, retry)
+	}
+	fmt.Fprintf(&b, `
+service:
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    logs:
+      receivers: [openhands]
+      processors: [batch]
+      exporters: [%s]
+`, strings.Join(exporters, ", "))
+	return b.String()
+}
+
+// factories are the distribution's components this pipeline uses, wired
+// as the generated components.go wires them.
+func factories() (otelcol.Factories, error) {
+	receivers, err := otelcol.MakeFactoryMap(openhandsreceiver.NewFactory())
+	if err != nil {
+		return otelcol.Factories{}, fmt.Errorf("receiver factories: %w", err)
+	}
+	processors, err := otelcol.MakeFactoryMap(batchprocessor.NewFactory())
+	if err != nil {
+		return otelcol.Factories{}, fmt.Errorf("processor factories: %w", err)
+	}
+	exporters, err := otelcol.MakeFactoryMap(aeprelayexporter.NewFactory(), otlphttpexporter.NewFactory())
+	if err != nil {
+		return otelcol.Factories{}, fmt.Errorf("exporter factories: %w", err)
+	}
+	return otelcol.Factories{
+		Receivers:  receivers,
+		Processors: processors,
+		Exporters:  exporters,
+		Telemetry:  otelconftelemetry.NewFactory(),
+	}, nil
+}
+
+// collector is the collector service running in this process.
+type collector struct {
+	tb       testing.TB
+	col      *otelcol.Collector
+	done     chan error // Run's result
+	stopOnce sync.Once
+}
+
+// startCollector runs the collector with cfg until tb ends (or stop), and
+// returns once every component has started.
+func startCollector(tb testing.TB, cfg pipelineConfig) *collector {
+	tb.Helper()
+	level := zap.WarnLevel
+	if cfg.quiet {
+		level = zap.ErrorLevel
+	}
+	logger := zaptest.NewLogger(tb, zaptest.Level(level))
+	col, err := otelcol.NewCollector(otelcol.CollectorSettings{
+		BuildInfo: component.BuildInfo{
+			Command:     "otelcol-openhands",
+			Description: "otelcol-openhands, end-to-end tests",
+			Version:     "e2e",
+		},
+		Factories: factories,
+		ConfigProviderSettings: otelcol.ConfigProviderSettings{
+			ResolverSettings: confmap.ResolverSettings{
+				URIs:              []string{"yaml:" + cfg.yaml()},
+				ProviderFactories: []confmap.ProviderFactory{yamlprovider.NewFactory()},
+			},
+		},
+		// The test binary keeps its own signal handling, and the process-wide
+		// gRPC logger is not ours to replace.
+		DisableGracefulShutdown: true,
+		SkipSettingGRPCLogger:   true,
+		// The collector's log goes to the test's log, warnings and up.
+		LoggingOptions: []zap.Option{zap.WrapCore(func(zapcore.Core) zapcore.Core { return logger.Core() })},
+	})
+	if err != nil {
+		tb.Fatalf("create collector: %v", err)
+	}
+	c := &collector{tb: tb, col: col, done: make(chan error, 1)}
+	go func() { c.done <- col.Run(context.Background()) }()
+	deadline := time.After(waitFor)
+	for col.GetState() != otelcol.StateRunning {
+		select {
+		case err := <-c.done:
+			tb.Fatalf("collector exited while starting: %v", err)
+		case <-deadline:
+			c.stop()
+			tb.Fatalf("collector not running after %s (state %s)", waitFor, col.GetState())
+		case <-time.After(tick):
+		}
+	}
+	tb.Cleanup(c.stop)
+	return c
+}
+
+// stop shuts the collector down and waits, bounded, for Run to return.
+// It is idempotent.
+func (c *collector) stop() {
+	c.stopOnce.Do(func() {
+		go c.col.Shutdown()
+		select {
+		case err := <-c.done:
+			if err != nil {
+				c.tb.Errorf("collector run: %v", err)
+			}
+		case <-time.After(waitFor):
+			c.tb.Errorf("collector did not shut down within %s", waitFor)
+		}
+	})
+}
