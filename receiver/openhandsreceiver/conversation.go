@@ -23,7 +23,7 @@ const (
 	resumeMargin = 5 * time.Second
 	// frameBuffer bounds the frames read ahead while history is paged;
 	// past it the reader blocks and TCP pushes back on the server.
-	frameBuffer = 1024
+	frameBuffer = 256
 	// vendorTimeLayout is the server's naive isoformat() with microseconds.
 	vendorTimeLayout = "2006-01-02T15:04:05.999999"
 )

@@ -58,25 +58,37 @@ func requireWellFormed(t *testing.T, evs []*aep.Event) {
 
 // BenchmarkDecodeAndMap decodes and maps every fixture input through one
 // conversation per iteration (deltas on, capture redacted).
+// BenchmarkDecodeAndMap measures vendor frames decoded and mapped per
+// second on one core, over every fixture input, at the default posture
+// (metadata) and with content on (redacted, deltas).
 func BenchmarkDecodeAndMap(b *testing.B) {
 	f := loadFixture(b)
 	cases := fixtureCases(f)
-	cfg := testConfig(aep.CaptureRedacted, true)
-	b.ReportAllocs()
-	events := 0
-	for b.Loop() {
-		c, err := NewConversation(cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, tc := range cases {
-			ev, err := DecodeEvent(tc.Input)
-			if err != nil {
-				b.Fatal(err)
+	for _, posture := range []struct {
+		name   string
+		level  aep.Capture
+		deltas bool
+	}{{"metadata", aep.CaptureMetadata, false}, {"redacted+deltas", aep.CaptureRedacted, true}} {
+		b.Run(posture.name, func(b *testing.B) {
+			cfg := testConfig(posture.level, posture.deltas)
+			b.ReportAllocs()
+			events := 0
+			for b.Loop() {
+				c, err := NewConversation(cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, tc := range cases {
+					ev, err := DecodeEvent(tc.Input)
+					if err != nil {
+						b.Fatal(err)
+					}
+					events += len(c.Map(ev, received))
+				}
 			}
-			events += len(c.Map(ev, received))
-		}
+			frames := float64(b.N * len(cases))
+			b.ReportMetric(frames/b.Elapsed().Seconds(), "frames/s")
+			b.ReportMetric(float64(events)/frames, "aep_events/frame")
+		})
 	}
-	b.ReportMetric(float64(events)/float64(b.N), "events/op")
-	b.ReportMetric(float64(len(cases)), "inputs/op")
 }
