@@ -50,7 +50,6 @@ type conversation struct {
 	seen     *recentIDs
 	resumeTS string    // newest vendor timestamp of a persisted event seen
 	lastSeen time.Time // when the last vendor event arrived
-	ended    bool
 
 	// Owned by the attach goroutine.
 	durableSeq             int64 // last /sockets/session seq processed; -1 before any
@@ -79,11 +78,8 @@ func (c *conversation) end(ctx context.Context) {
 	c.detach()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.ended {
-		return
-	}
-	c.ended = true
-	c.emitLocked(ctx, c.mapper.End(time.Now(), c.resumeTS))
+	c.emitLocked(ctx, c.mapper.End(time.Now(), c.resumeTS)) // nil once ended
+
 }
 
 // attached reports whether the attach goroutine is running.
@@ -163,7 +159,8 @@ type frame struct {
 // the socket's frames buffer, then drains the buffer: history and live
 // never interleave either, and the vendor-id window drops the overlap.
 // Either way every event is processed once, in log order. live reports
-// whether the attach got as far as following the socket.
+// whether the socket delivered at least one frame, so that a server that
+// accepts and at once closes (1013, too many subscribers) still backs off.
 func (c *conversation) attachOnce(ctx context.Context) (live bool, err error) {
 	w := c.watch
 	conn, session, err := w.api.dialConversation(ctx, c.id, c.durableSeq)
@@ -201,15 +198,16 @@ func (c *conversation) attachOnce(ctx context.Context) (live bool, err error) {
 	for {
 		select {
 		case <-ctx.Done():
-			return true, ctx.Err()
+			return live, ctx.Err()
 		case f := <-frames:
 			if f.err != nil {
-				return true, f.err
+				return live, f.err
 			}
+			live = true
 			handle(ctx, f.data)
 		case <-idle:
 			if c.idleExpired(w.idleDetach) {
-				return true, errIdleDetached
+				return live, errIdleDetached
 			}
 		}
 	}
@@ -369,7 +367,7 @@ func (c *conversation) handleEvent(ctx context.Context, raw []byte, persisted, c
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.ended {
+	if c.mapper.Ended() {
 		return
 	}
 	if !c.seen.add(ev.ID()) {
@@ -389,9 +387,6 @@ func (c *conversation) handleEvent(ctx context.Context, raw []byte, persisted, c
 	}
 	w.tel.mapped(ctx, time.Since(now))
 	c.emitLocked(ctx, out)
-	if c.mapper.Ended() {
-		c.ended = true
-	}
 }
 
 func (c *conversation) emitLocked(ctx context.Context, events []*aep.Event) {

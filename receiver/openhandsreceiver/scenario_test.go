@@ -796,3 +796,29 @@ func TestAutoSocketFallsBackOnOlderServers(t *testing.T) {
 	assertReadOnly(t, current)
 	assertReadOnly(t, older)
 }
+
+// TestRefusedSocketsBackOff: a server that accepts and at once closes
+// (1013, too many subscribers) must see exponentially spaced retries, not
+// one every initial_interval, and the conversation attaches once it lets up.
+func TestRefusedSocketsBackOff(t *testing.T) {
+	bothSockets(t, func(t *testing.T, socket string) {
+		stub := startStub(t)
+		conv := newConversation(t, stub)
+		conv.RefuseSockets(5, "Too many connections for this conversation")
+		h := startHarness(t, fastConfig(socket, stub))
+		h.waitLive(conv, 1)
+		assert.Equal(t, int64(5), h.metric("otelcol_openhands_reconnects", "", ""))
+		// Backoff of 10, 20, 40, 80 ms (±20 %) between the six attempts: at
+		// least 120 ms from first to last, where a reset to the initial
+		// interval would take about 50. (A lower bound: load only adds.)
+		var auths []time.Time
+		for _, f := range stub.InboundFrames() {
+			auths = append(auths, f.At)
+		}
+		require.Len(t, auths, 6, "one auth frame per attempt")
+		assert.GreaterOrEqual(t, auths[5].Sub(auths[0]), 120*time.Millisecond)
+		mustStatus(t, conv, oh.StatusRunning)
+		h.waitTypes(conv.ID(), "run.started", "state.delta")
+		h.validate()
+	})
+}
