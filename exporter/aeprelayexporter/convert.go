@@ -107,7 +107,9 @@ func (c converter) event(lr plog.LogRecord, res pcommon.Resource) (outboundEvent
 	if err != nil {
 		return refuse(reasonInvalid, fmt.Errorf("marshal event: %w", err))
 	}
-	if err := schema.ValidateJSON(raw); err != nil {
+	// Validate judges the event as ValidateJSON would judge raw, without
+	// decoding raw again.
+	if err := schema.Validate(ev); err != nil {
 		return refuse(reasonInvalid, err)
 	}
 	return outboundEvent{id: ev.ID, typ: ev.Type, raw: raw}, refusal{}

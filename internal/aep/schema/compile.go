@@ -24,6 +24,9 @@ type validator struct {
 	// payloads maps an event type to its payload schema; registered types
 	// without one (and unregistered or vendor types) are absent.
 	payloads map[string]*jsonschema.Schema
+	// uri is the schema library's uri format, the one the envelope asserts
+	// on source; the native envelope checks call it rather than mirror it.
+	uri func(any) error
 }
 
 // compiled compiles every schema once, on first use.
@@ -57,7 +60,12 @@ func compile() (*validator, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &validator{envelope: envelope, payloads: make(map[string]*jsonschema.Schema, len(reg.Types))}
+	source := envelope.Properties["source"]
+	if source == nil || source.Format == nil || source.Format.Name != "uri" {
+		return nil, fmt.Errorf("aep schema: %s: source has no uri format", schemas.EnvelopePath)
+	}
+	v := &validator{envelope: envelope, payloads: make(map[string]*jsonschema.Schema, len(reg.Types)),
+		uri: source.Format.Validate}
 	for _, t := range reg.Types {
 		if t.Schema == nil {
 			continue

@@ -12,12 +12,18 @@
 // envelope only: consumers MUST tolerate unknown types (AEP-0001 §6), and
 // the envelope's type grammar already refuses unregistered categories.
 // A payload is checked only when data is present (capture none omits it).
+//
+// The envelope schema is checked by Go code that mirrors it (envelope.go),
+// the payload schemas by the schema library; differential tests hold the
+// two envelope paths to the same verdicts.
 package schema
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -86,25 +92,67 @@ func ValidateJSON(raw []byte) error {
 	if err != nil {
 		return err
 	}
+	return v.validateJSON(raw)
+}
+
+func (v *validator) validateJSON(raw []byte) error {
+	doc, err := decodeEvent(raw)
+	if err != nil {
+		return err
+	}
+	return v.validateDecoded(doc)
+}
+
+// decodeEvent decodes one wire event as the schema library reads JSON.
+func decodeEvent(raw []byte) (map[string]any, error) {
 	// UnmarshalJSON keeps numbers as json.Number and refuses trailing bytes.
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		return &Error{Rule: RuleSyntax, Reason: truncate(err.Error())}
+		return nil, &Error{Rule: RuleSyntax, Reason: truncate(err.Error())}
 	}
 	ev, ok := doc.(map[string]any)
 	if !ok {
-		return &Error{Rule: RuleSyntax, Reason: "an event must be a JSON object"}
+		return nil, &Error{Rule: RuleSyntax, Reason: "an event must be a JSON object"}
 	}
-	return v.validate(ev)
+	return ev, nil
 }
 
-// Validate validates an event built in memory by checking its wire form.
-// A caller that holds the wire bytes anyway should call ValidateJSON and
-// save the marshalling.
+// Validate validates an event built in memory: it reaches the verdict
+// ValidateJSON reaches on the event's wire form (ev.MarshalJSON), without
+// writing that form unless the event holds something the wire would
+// change (see wireFaithful). A caller that holds the event should call
+// Validate even when it holds the wire bytes too: it is the faster path.
 func Validate(ev *aep.Event) error {
 	if ev == nil {
 		return &Error{Rule: RuleSyntax, Reason: "no event"}
 	}
+	v, err := compiled()
+	if err != nil {
+		return err
+	}
+	return v.validateEvent(ev)
+}
+
+func (v *validator) validateEvent(ev *aep.Event) error {
+	if err := extensionRefusal(ev.Extensions); err != nil {
+		return err
+	}
+	if !wireFaithful(ev) {
+		return v.validateWire(ev)
+	}
+	var env envelope
+	env.readEvent(ev)
+	if err := v.checkEnvelope(&env); err != nil {
+		return err
+	}
+	if ev.Data == nil {
+		return nil
+	}
+	return v.checkPayload(ev.Type, ev.Data)
+}
+
+// validateWire validates ev's wire form: the meaning of Validate.
+func (v *validator) validateWire(ev *aep.Event) error {
 	raw, err := ev.MarshalJSON()
 	if err != nil {
 		if errors.Is(err, aep.ErrExtension) {
@@ -112,5 +160,87 @@ func Validate(ev *aep.Event) error {
 		}
 		return fmt.Errorf("aep event %s: marshal: %w", ev.ID, err)
 	}
-	return ValidateJSON(raw)
+	return v.validateJSON(raw)
+}
+
+// extensionRefusal is the refusal ev.MarshalJSON would return for the
+// extension attributes: the one of the least name it refuses.
+func extensionRefusal(extensions map[string]any) error {
+	var first string
+	var refusal error
+	for name, val := range extensions {
+		if refusal != nil && name >= first {
+			continue
+		}
+		if err := aep.CheckExtension(name, val); err != nil {
+			first, refusal = name, err
+		}
+	}
+	if refusal == nil {
+		return nil
+	}
+	return &Error{Rule: RuleExtension, Reason: truncate(refusal.Error())}
+}
+
+// maxFaithfulDepth bounds the walk of data; deeper (or cyclic) data is
+// judged by its wire form.
+const maxFaithfulDepth = 64
+
+// wireFaithful reports whether ev's wire form decodes to what ev holds,
+// so that checking ev in memory is checking that form. Marshalling
+// replaces invalid UTF-8, writes nil slices and maps as null, refuses a
+// json.Number that is no JSON number, and writes other Go types in forms
+// that decode to different ones.
+func wireFaithful(ev *aep.Event) bool {
+	for _, s := range [...]string{
+		ev.AEP, ev.ID, ev.Type, ev.Subject, ev.Time, ev.Source, ev.Agent, ev.Session,
+		ev.Run, ev.Step, ev.Cause, ev.Traceparent, string(ev.Severity), string(ev.Capture),
+	} {
+		if !utf8.ValidString(s) {
+			return false
+		}
+	}
+	for _, x := range ev.Extensions {
+		if n, ok := x.(json.Number); ok && !isJSONNumber(string(n)) {
+			return false
+		}
+	}
+	return ev.Data == nil || isDecodedJSON(ev.Data, maxFaithfulDepth)
+}
+
+// isDecodedJSON reports whether v is what decoding its JSON text with
+// numbers as json.Number yields.
+func isDecodedJSON(v any, depth int) bool {
+	if depth == 0 {
+		return false
+	}
+	switch t := v.(type) {
+	case nil, bool:
+		return true
+	case string:
+		return utf8.ValidString(t)
+	case json.Number:
+		return isJSONNumber(string(t))
+	case []any:
+		if t == nil {
+			return false
+		}
+		for _, x := range t {
+			if !isDecodedJSON(x, depth-1) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		if t == nil {
+			return false
+		}
+		for k, x := range t {
+			if !utf8.ValidString(k) || !isDecodedJSON(x, depth-1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

@@ -14,17 +14,39 @@ import (
 	"golang.org/x/text/message"
 )
 
-// validate checks a decoded event: envelope first, then the payload schema
-// of its type, then the prose rules.
-func (v *validator) validate(ev map[string]any) error {
-	if err := v.envelope.Validate(ev); err != nil {
+// validateDecoded checks a decoded event: the envelope natively, then
+// the payload schema of its type, then the prose rules.
+func (v *validator) validateDecoded(doc map[string]any) error {
+	var env envelope
+	env.readDecoded(doc)
+	if err := v.checkEnvelope(&env); err != nil {
+		return err
+	}
+	return v.checkDecodedPayload(doc)
+}
+
+// validateBySchema checks a decoded event with the envelope schema walked
+// by the schema library: the reference the native envelope checks are
+// proven against (differential_test.go).
+func (v *validator) validateBySchema(doc map[string]any) error {
+	if err := v.envelope.Validate(doc); err != nil {
 		return envelopeError(err)
 	}
-	data, ok := ev["data"].(map[string]any)
+	return v.checkDecodedPayload(doc)
+}
+
+func (v *validator) checkDecodedPayload(doc map[string]any) error {
+	data, ok := doc["data"].(map[string]any)
 	if !ok {
 		return nil // absent (the envelope has checked that data is an object)
 	}
-	typ, _ := ev["type"].(string)
+	typ, _ := doc["type"].(string)
+	return v.checkPayload(typ, data)
+}
+
+// checkPayload checks data against its type's payload schema, then the
+// prose rules.
+func (v *validator) checkPayload(typ string, data map[string]any) error {
 	if sch := v.payloads[typ]; sch != nil {
 		if err := sch.Validate(data); err != nil {
 			return payloadError(err)
@@ -61,7 +83,6 @@ const (
 	scopeKeywords   = "/allOf/0"
 	agentScoped     = scopeKeywords + "/then"
 	foreignEmitter  = scopeKeywords + "/else/then"
-	sessionScoped   = scopeKeywords + "/else/else"
 	typeKeywords    = "/properties/type"
 	extensionNames  = "/propertyNames"
 	extensionValues = "/additionalProperties"
@@ -85,22 +106,19 @@ func envelopeError(err error) error {
 		return scopeError(kw, path, leaf.ErrorKind)
 	case strings.HasPrefix(kw, extensionNames):
 		if p, ok := leaf.ErrorKind.(*kind.Pattern); ok {
-			return &Error{Rule: RuleExtension, Path: pointer([]string{p.Got}),
-				Reason: "extension attribute name must match [a-z0-9]{1,20}"}
+			return badExtensionName(p.Got)
 		}
 		return &Error{Rule: RuleExtension, Path: path, Reason: reason}
 	case strings.HasPrefix(kw, extensionValues):
-		return &Error{Rule: RuleExtension, Path: path,
-			Reason: "extension attribute value must be a string, integer or boolean: " + reason}
+		return badExtensionValue(leaf.InstanceLocation[len(leaf.InstanceLocation)-1], reason)
 	case strings.HasPrefix(kw, typeKeywords):
 		if _, ok := leaf.ErrorKind.(*kind.Pattern); ok {
-			reason = "not a registered category followed by lowercase [a-z0-9_] tokens, nor x.{vendor}.{category}.{rest}"
+			reason = typeGrammar
 		}
 		return &Error{Rule: RuleType, Path: path, Reason: reason}
 	}
 	if r, ok := leaf.ErrorKind.(*kind.Required); ok {
-		return &Error{Rule: RuleAttribute, Path: pointer(r.Missing[:1]),
-			Reason: "required attribute missing: " + strings.Join(r.Missing, ", ")}
+		return attributesMissing(r.Missing)
 	}
 	return &Error{Rule: RuleAttribute, Path: path, Reason: reason}
 }
@@ -108,22 +126,17 @@ func envelopeError(err error) error {
 // scopeError explains a failure of the envelope's scope-class conditional
 // (AEP-0001 §5.2, AEP-0004 §2.2).
 func scopeError(kw, path string, k jsonschema.ErrorKind) error {
-	var class string
+	class := sessionScopedClass
 	switch {
 	case strings.HasPrefix(kw, foreignEmitter):
-		class = "foreign-emitter types (commands, attention.routed)"
-	case strings.HasPrefix(kw, sessionScoped):
-		class = "session-scoped types"
+		class = foreignEmitterClass
 	case strings.HasPrefix(kw, agentScoped):
-		class = "agent-scoped types (agent.*)"
-	default:
-		class = "this type"
+		class = agentScopedClass
 	}
 	if r, ok := k.(*kind.Required); ok {
-		return &Error{Rule: RuleScope, Path: pointer(r.Missing[:1]),
-			Reason: fmt.Sprintf("%s required for %s", strings.Join(r.Missing, ", "), class)}
+		return scopeMissing(r.Missing, class)
 	}
-	return &Error{Rule: RuleScope, Path: path, Reason: "must be omitted for " + class}
+	return scopeForbidden(path, class)
 }
 
 func payloadError(err error) error {
