@@ -110,10 +110,6 @@ func (e eventText) raw() []byte {
 	return b.Bytes()
 }
 
-func (e eventText) has(name string) bool {
-	return slices.ContainsFunc(e, func(m member) bool { return m.name == name })
-}
-
 // with sets name to value, where it is or at the end.
 func (e eventText) with(name, value string) eventText {
 	out := slices.Clone(e)
