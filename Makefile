@@ -3,6 +3,7 @@ GO          ?= go
 OCB_VERSION := v0.165.0
 TOOLS_DIR   := $(CURDIR)/.tools
 OCB         := $(TOOLS_DIR)/builder
+STATICCHECK := $(TOOLS_DIR)/staticcheck
 DIST_DIR    := $(CURDIR)/build/otelcol-openhands
 BIN         := $(CURDIR)/bin/otelcol-openhands
 GOTEST      := $(GO) test -race -count=1
@@ -27,8 +28,12 @@ unit-test:
 # then proves the distribution still builds.
 test: unit-test build
 
-lint:
+$(STATICCHECK):
+	GOBIN=$(TOOLS_DIR) $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+lint: $(STATICCHECK)
 	$(GO) vet ./...
+	$(STATICCHECK) ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 # demo builds the distribution and plays one scripted conversation through
