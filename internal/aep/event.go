@@ -283,6 +283,16 @@ func (e *Event) setAttribute(name string, val any) error {
 	return nil
 }
 
+// StringAttribute returns the value of a string core attribute ("" when
+// absent) and whether name is one: aep, id, type, subject, time, source,
+// agent, session, run, step, cause, traceparent, severity or capture.
+func (e *Event) StringAttribute(name string) (string, bool) {
+	if p := e.stringAttribute(name); p != nil {
+		return *p, true
+	}
+	return "", false
+}
+
 // stringAttribute returns the field of a string core attribute, nil for
 // any other name.
 func (e *Event) stringAttribute(name string) *string {

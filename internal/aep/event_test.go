@@ -191,3 +191,16 @@ func BenchmarkCanonical(b *testing.B) {
 		}
 	}
 }
+
+func TestStringAttribute(t *testing.T) {
+	ev := Event{Type: "run.started", Severity: SeverityNotice}
+	for name, want := range map[string]string{"type": "run.started", "severity": "notice", "subject": ""} {
+		got, core := ev.StringAttribute(name)
+		assert.True(t, core, name)
+		assert.Equal(t, want, got, name)
+	}
+	for _, name := range []string{"seq", "epoch", "data", "acmeregion"} {
+		_, core := ev.StringAttribute(name)
+		assert.False(t, core, name)
+	}
+}

@@ -176,39 +176,23 @@ func (p predicate) match(ev *aep.Event) bool {
 // attribute returns an Event's attribute for matching, with the defaults
 // of epoch, severity and capture applied (§6.2 rule 5).
 func attribute(ev *aep.Event, name string) (any, bool) {
-	var s string
 	switch name {
-	case "id":
-		s = ev.ID
-	case "type":
-		s = ev.Type
-	case "subject":
-		s = ev.Subject
-	case "source":
-		s = ev.Source
-	case "agent":
-		s = ev.Agent
-	case "session":
-		s = ev.Session
-	case "run":
-		s = ev.Run
-	case "step":
-		s = ev.Step
-	case "cause":
-		s = ev.Cause
 	case "epoch":
 		return ev.EffectiveEpoch(), true
 	case "severity":
 		return string(ev.EffectiveSeverity()), true
 	case "capture":
 		return string(ev.EffectiveCapture()), true
-	default:
-		v, ok := ev.Extensions[name]
-		if n, isNum := v.(json.Number); isNum {
-			i, err := n.Int64()
-			return i, ok && err == nil
-		}
-		return v, ok
+	case "aep", "time", "traceparent":
+		return nil, false // not filterable (§6.2)
 	}
-	return s, s != ""
+	if s, core := ev.StringAttribute(name); core {
+		return s, s != ""
+	}
+	v, ok := ev.Extensions[name]
+	if n, isNum := v.(json.Number); isNum {
+		i, err := n.Int64()
+		return i, ok && err == nil
+	}
+	return v, ok
 }
