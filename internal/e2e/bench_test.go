@@ -85,18 +85,7 @@ func benchmarkEndToEnd(b *testing.B, n int) {
 	}
 	after := relayClearedHeap(b, stub, relay)
 
-	dest := &relayArrivals{relay: relay}
-	var stats burstStats
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		b.StopTimer()
-		bu := newBurst(stub, convs, burstEvents/n)
-		dest.arm()
-		b.StartTimer()
-		stats.add(b, bu.run(dest))
-	}
-	b.StopTimer()
+	stats := timeBursts(b, stub, convs, &relayArrivals{relay: relay})
 	col.stop()
 
 	floor := measureFloor(b, stub, convs, floorBursts)
@@ -113,17 +102,7 @@ func benchmarkFloor(b *testing.B, n int) {
 	clients := attachFloor(b, stub, convs)
 	after := settledHeap(stub)
 
-	var stats burstStats
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		b.StopTimer()
-		bu := newBurst(stub, convs, burstEvents/n)
-		clients.arm()
-		b.StartTimer()
-		stats.add(b, bu.run(clients))
-	}
-	b.StopTimer()
+	stats := timeBursts(b, stub, convs, clients)
 	clients.close(b)
 	stats.report(b)
 	b.ReportMetric(perConversation(before, after, n), "heap-B/conv")
@@ -238,6 +217,8 @@ func newBurst(stub *oh.Server, convs []*oh.Conversation, perConv int) *burst {
 // arrivals is where a burst's events are awaited: the relay, or the floor
 // clients.
 type arrivals interface {
+	// arm forgets what earlier bursts delivered.
+	arm()
 	// await returns, once every vendor event id in sent has arrived, the
 	// time each one did.
 	await(ctx context.Context, sent map[string]time.Time) (map[string]time.Time, error)
@@ -551,9 +532,31 @@ func measureFloor(b *testing.B, stub *oh.Server, convs []*oh.Conversation, burst
 	defer clients.close(b)
 	stats := &burstStats{}
 	for range bursts {
-		bu := newBurst(stub, convs, burstEvents/len(convs))
-		clients.arm()
-		stats.add(b, bu.run(clients))
+		stats.add(b, nextBurst(stub, convs, clients).run(clients))
 	}
 	return stats
+}
+
+// timeBursts plays b.N bursts into dest, timing only the bursts: building
+// each burst and arming dest stay off the clock.
+func timeBursts(b *testing.B, stub *oh.Server, convs []*oh.Conversation, dest arrivals) *burstStats {
+	stats := &burstStats{}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		bu := nextBurst(stub, convs, dest)
+		b.StartTimer()
+		stats.add(b, bu.run(dest))
+	}
+	b.StopTimer()
+	return stats
+}
+
+// nextBurst builds a burst of burstEvents spread over convs and arms dest
+// to await it.
+func nextBurst(stub *oh.Server, convs []*oh.Conversation, dest arrivals) *burst {
+	bu := newBurst(stub, convs, burstEvents/len(convs))
+	dest.arm()
+	return bu
 }

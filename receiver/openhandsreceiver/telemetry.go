@@ -24,7 +24,7 @@ type telemetry struct {
 }
 
 func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
-	m := set.MeterProvider.Meter("github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver")
+	m := set.MeterProvider.Meter(scopeName)
 	var t telemetry
 	var errs [7]error
 	t.attached, errs[0] = m.Int64UpDownCounter("otelcol_openhands_conversations_attached",
