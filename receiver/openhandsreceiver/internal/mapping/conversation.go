@@ -48,6 +48,8 @@ const timeLayout = "2006-01-02T15:04:05.000Z"
 //
 // After session.ended the conversation emits nothing more: Map, Start and
 // End return nil.
+//
+// What of it survives a restart is its State (Snapshot, Restore).
 type Conversation struct {
 	cfg Config
 
@@ -83,9 +85,10 @@ func (c *Conversation) Source() string { return c.cfg.Source }
 // data.client names the agent server and data.server carries its host:port;
 // no label (it is redaction-gated and the envelope session already carries
 // the conversation id). Its id is derived from createdAt, the conversation's
-// creation time, so a restarted receiver re-emits the same id.
+// creation time, so a restarted receiver re-emits the same id. It returns
+// nil once the session has started (a restored conversation) or ended.
 func (c *Conversation) Start(createdAt, receivedAt time.Time) *aep.Event {
-	if c.ended {
+	if c.ended || c.startedID != "" {
 		return nil
 	}
 	e := c.begin(receivedAt)

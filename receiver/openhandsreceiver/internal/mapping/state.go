@@ -1,0 +1,60 @@
+package mapping
+
+// State is the part of a Conversation that survives a restart: everything
+// later outputs depend on, as plain data. The receiver persists it beside
+// the session's positions and its socket cursor, and restores it into a
+// fresh Conversation with the same Config.
+//
+// What is not here is rebuilt: the Config, the connect-snapshot flag (one
+// call's worth) and an open delta stream (a restored conversation starts
+// with none; the held-back tail of a stream open at the crash is lost,
+// which the redactor accepts: it never leaks, it only drops).
+//
+// Adding a field: give it a json tag with omitempty and make its zero
+// value mean what a state written before the field existed meant, so an
+// older state decodes to the right thing without a migration.
+type State struct {
+	// Status is the last execution_status seen, "" before the first.
+	Status string `json:"status,omitempty"`
+	// Runs counts the runs opened so far (the n of run:<conversation>:<n>).
+	Runs int `json:"runs,omitempty"`
+	// Run is the open run's id, "" when none is open.
+	Run string `json:"run,omitempty"`
+	// RunStartedID is the id of the open run's run.started.
+	RunStartedID string `json:"run_started_id,omitempty"`
+	// Attention is the id of the pending attention.requested, "" if none.
+	Attention string `json:"attention,omitempty"`
+	// StartedID is the id of session.started, "" before it was emitted.
+	StartedID string `json:"started_id,omitempty"`
+	// Ended reports whether session.ended was emitted.
+	Ended bool `json:"ended,omitempty"`
+}
+
+// Snapshot returns the conversation's State.
+func (c *Conversation) Snapshot() State {
+	s := State{
+		Runs:         c.runs,
+		Run:          c.run,
+		RunStartedID: c.runStartedID,
+		Attention:    c.attention,
+		StartedID:    c.startedID,
+		Ended:        c.ended,
+	}
+	if c.status != nil {
+		s.Status = *c.status
+	}
+	return s
+}
+
+// Restore puts the conversation in State s, as if the events that led to
+// s had been mapped by it. Any open delta stream is dropped.
+func (c *Conversation) Restore(s State) {
+	c.status = nil
+	if s.Status != "" {
+		status := s.Status
+		c.status = &status
+	}
+c.runs, c.run, c.runStartedID = s.Runs, s.Run, s.RunStartedID
+	c.attention, c.startedID, c.ended = s.Attention, s.StartedID, s.Ended
+	c.stream, c.lastDelta, c.staleSnapshot = nil, origin{}, false
+}
