@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"time"
 
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/config/configopaque"
 
@@ -40,6 +41,11 @@ type Config struct {
 	Reconnect backoff.Config `mapstructure:"reconnect"`
 	// MaxFrameBytes bounds one inbound WebSocket frame.
 	MaxFrameBytes int64 `mapstructure:"max_frame_bytes"`
+	// Storage is the id of a storage extension (e.g. file_storage) that
+	// keeps each conversation's state across restarts; nil keeps none.
+	Storage *component.ID `mapstructure:"storage"`
+	// Shard picks this replica's share of the conversations.
+	Shard ShardConfig `mapstructure:"shard"`
 
 	_ struct{}
 }
@@ -111,6 +117,9 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.MaxFrameBytes < 1024 {
 		errs = append(errs, errors.New("max_frame_bytes: must be at least 1024"))
+	}
+	if err := cfg.Shard.validate(); err != nil {
+		errs = append(errs, fmt.Errorf("shard.%w", err))
 	}
 	return errors.Join(errs...)
 }

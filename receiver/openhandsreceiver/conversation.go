@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
@@ -39,21 +40,25 @@ var (
 
 // conversation is one observed conversation: one AEP session. The
 // discovery goroutine starts and stops its attach goroutine; mu serializes
-// everything that maps and emits, so seq order is emission order.
+// everything that maps and emits, so seq order is emission order. What of
+// it survives a restart is its durableState (state.go).
 type conversation struct {
-	id    string
-	watch *serverWatch
+	id      string
+	watch   *serverWatch
+	journal *journal // nil without storage
 
-	mu       sync.Mutex
-	mapper   *mapping.Conversation
-	emitter  *sessionEmitter
-	seen     *recentIDs
-	resumeTS string    // newest vendor timestamp of a persisted event seen
-	lastSeen time.Time // when the last vendor event arrived
+	mu         sync.Mutex
+	mapper     *mapping.Conversation
+	emitter    *sessionEmitter
+	seen       *recentIDs
+	recent     recentTimestamps // persisted ids with their vendor timestamps
+	resumeTS   string           // newest vendor timestamp of a persisted event seen
+	durableSeq int64            // last /sockets/session seq processed; -1 before any
+	legacy     bool             // attached to /sockets/events, which resumes with an overlap
+	lastSeen   time.Time        // when the last vendor event arrived
 
 	// Owned by the attach goroutine.
-	durableSeq             int64 // last /sockets/session seq processed; -1 before any
-	connectSnapshotPending bool  // the connection's first snapshot is still to come
+	connectSnapshotPending bool // the connection's first snapshot is still to come
 
 	// Owned by the discovery goroutine.
 	info   conversationInfo // as search last showed it
@@ -163,10 +168,16 @@ type frame struct {
 // accepts and at once closes (1013, too many subscribers) still backs off.
 func (c *conversation) attachOnce(ctx context.Context) (live bool, err error) {
 	w := c.watch
-	conn, session, err := w.api.dialConversation(ctx, c.id, c.durableSeq)
+	c.mu.Lock()
+	afterSeq := c.durableSeq
+	c.mu.Unlock()
+	conn, session, err := w.api.dialConversation(ctx, c.id, afterSeq)
 	if err != nil {
 		return false, err
 	}
+	c.mu.Lock()
+	c.legacy = !session
+	c.mu.Unlock()
 	w.tel.attached.Add(ctx, 1)
 	defer w.tel.attached.Add(context.WithoutCancel(ctx), -1)
 
@@ -325,7 +336,9 @@ func (c *conversation) handleSessionFrame(ctx context.Context, raw []byte) {
 			return
 		}
 		// The vendor-id window drops redeliveries; seq is only the cursor.
+		c.mu.Lock()
 		c.durableSeq = max(c.durableSeq, *f.Seq)
+		c.mu.Unlock()
 		c.handleEvent(ctx, f.Event, true, false)
 	case "transient":
 		c.handleEvent(ctx, f.Event, false, c.takeConnectSnapshot())
@@ -378,6 +391,7 @@ func (c *conversation) handleEvent(ctx context.Context, raw []byte, persisted, c
 	c.lastSeen = now
 	if persisted || !ev.Transient() {
 		c.resumeTS = max(c.resumeTS, ev.Timestamp())
+		c.recent.add(ev.ID(), ev.Timestamp())
 	}
 	var out []*aep.Event
 	if connectSnapshot {
@@ -389,9 +403,61 @@ func (c *conversation) handleEvent(ctx context.Context, raw []byte, persisted, c
 	c.emitLocked(ctx, out)
 }
 
+// emitLocked is the one place a conversation's events leave. With storage,
+// the positioned batch is written ahead together with the state it leads
+// to, handed to the pipeline, then marked done; a crash anywhere in
+// between re-sends exactly those records on the next start (journal).
 func (c *conversation) emitLocked(ctx context.Context, events []*aep.Event) {
-	if err := c.emitter.emit(ctx, events); err != nil {
+	logs := c.emitter.batch(ctx, events)
+	if logs.LogRecordCount() == 0 {
+		return
+	}
+	if err := c.writeAheadLocked(ctx, logs); err != nil {
+		c.watch.rl.Error("emit:"+c.id, "could not write AEP events ahead; they are not emitted",
+			zap.String("conversation", c.id), zap.Error(err))
+		return
+	}
+	c.handOnLocked(ctx, logs)
+}
+
+// handOnLocked hands a batch to the pipeline and, with storage, marks it
+// done. A batch the pipeline did not take stays pending: a restart sends
+// it again.
+func (c *conversation) handOnLocked(ctx context.Context, logs plog.Logs) {
+	if err := c.emitter.consume(ctx, logs); err != nil {
 		c.watch.rl.Error("emit:"+c.id, "could not emit AEP events", zap.String("conversation", c.id), zap.Error(err))
+		return
+	}
+	if c.journal == nil {
+		return
+	}
+	if err := c.journal.done(ctx, c.id); err != nil {
+		c.watch.rl.Warn("storage:"+c.id, "could not mark a batch done; a restart sends it again",
+			zap.String("conversation", c.id), zap.Error(err))
+	}
+}
+
+// writeAheadLocked persists logs with the state they lead to, retrying a
+// failing storage with the reconnect backoff: records leave only once a
+// crash can no longer make the receiver map their vendor events again.
+func (c *conversation) writeAheadLocked(ctx context.Context, logs plog.Logs) error {
+	if c.journal == nil {
+		return nil
+	}
+	pending, err := encodeBatch(logs)
+	if err != nil {
+		return err
+	}
+	state := c.snapshotLocked()
+	for attempt := 0; ; attempt++ {
+		err := c.journal.writeAhead(ctx, c.id, state, pending)
+		if err == nil {
+			return nil
+		}
+		c.watch.rl.Warn("storage:"+c.id, "storage refused a write-ahead; retrying", zap.String("conversation", c.id), zap.Error(err))
+		if err := c.watch.reconnect.Sleep(ctx, attempt); err != nil {
+			return fmt.Errorf("write-ahead: %w", err)
+		}
 	}
 }
 

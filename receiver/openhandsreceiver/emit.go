@@ -30,14 +30,14 @@ type sessionEmitter struct {
 	logger   *zap.Logger
 }
 
-// emit assigns each event its position and hands the batch to the next
-// consumer. This is the only place that assigns seq: positions follow
-// emission order, strictly increasing within the epoch.
-func (e *sessionEmitter) emit(ctx context.Context, events []*aep.Event) error {
-	if len(events) == 0 {
-		return nil
-	}
+// batch assigns each event its position and projects it to a log record,
+// all in one ResourceLogs. This is the only place that assigns seq:
+// positions follow emission order, strictly increasing within the epoch.
+func (e *sessionEmitter) batch(ctx context.Context, events []*aep.Event) plog.Logs {
 	logs := plog.NewLogs()
+	if len(events) == 0 {
+		return logs
+	}
 	rl := logs.ResourceLogs().AppendEmpty()
 	e.resource.CopyTo(rl.Resource())
 	sl := rl.ScopeLogs().AppendEmpty()
@@ -58,7 +58,7 @@ func (e *sessionEmitter) emit(ctx context.Context, events []*aep.Event) error {
 		lr.MoveTo(sl.LogRecords().AppendEmpty())
 		e.tel.aepEvent(ctx, ev.Type)
 	}
-	return e.consume(ctx, logs)
+	return logs
 }
 
 // consume retries refusals the pipeline calls temporary (a memory limiter

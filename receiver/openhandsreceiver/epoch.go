@@ -1,8 +1,11 @@
 package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
 
 import (
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
 
 // epochBase is 2025-01-01T00:00:00Z. Epochs count seconds from it, so they
@@ -15,7 +18,8 @@ var epochBase = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 // so AEP-0001 §7 rule 2 requires a fresh epoch that never repeats: the start
 // second, bumped past the last epoch this process handed out so that a
 // receiver restarted within the same second (a config reload) still moves
-// forward. The durable-cursor work replaces this with a persisted counter.
+// forward. With storage, a conversation keeps the epoch it was first seen
+// in for as long as its state lasts.
 type epochClock struct {
 	mu   sync.Mutex
 	last int64
@@ -33,4 +37,17 @@ func (c *epochClock) next() int64 {
 	}
 	c.last = e
 	return e
+}
+
+// sessionSource is the source of one generation of a conversation's
+// session: the RECOMMENDED aep://{host:port}/agent/{agent}/session/{id}
+// qualified by the generation's epoch. AEP keeps run terminals and
+// session.ended exclusive per (source, session) across epochs, and dedupes
+// on (source, id); a generation that cannot resume its predecessor's state
+// (no storage, unreadable state, a conversation resharded here) replays
+// the conversation's history, so it must be a new session of a new
+// emitter, never a second account in the old one. The epoch in the source
+// makes it so, and makes every id it derives differ from the old ones.
+func sessionSource(hostPort, agent, conversationID string, epoch int64) string {
+	return mapping.SourceURI(hostPort, agent, conversationID) + "?epoch=" + strconv.FormatInt(epoch, 10)
 }

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/receiver"
 	"go.uber.org/zap"
@@ -37,6 +38,7 @@ type openhandsReceiver struct {
 	redactor *capture.Redactor
 
 	host     component.Host
+	storage  storage.Client // nil without storage
 	cancel   context.CancelFunc
 	watchers sync.WaitGroup
 
@@ -61,7 +63,7 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*openh
 		health: make(map[string]error),
 	}
 	// Every conversation gets this configuration; check it once, now.
-	if _, err := mapping.NewConversation(r.mappingConfig("localhost:0", "config-check")); err != nil {
+	if _, err := mapping.NewConversation(r.mappingConfig("localhost:0", "config-check", 0)); err != nil {
 		return nil, fmt.Errorf("create openhands receiver: %w", err)
 	}
 	return r, nil
@@ -70,12 +72,20 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*openh
 func (r *openhandsReceiver) Start(ctx context.Context, host component.Host) error {
 	r.host = host
 	epoch := processEpochs.next()
-	r.set.Logger.Info("openhands receiver starting", zap.Int64("aep.epoch", epoch), zap.Int("servers", len(r.cfg.Servers)))
+	r.set.Logger.Info("openhands receiver starting", zap.Int64("aep.epoch", epoch), zap.Int("servers", len(r.cfg.Servers)),
+		zap.Bool("storage", r.cfg.Storage != nil), zap.Int("shard.index", r.cfg.Shard.Index), zap.Int("shard.count", r.cfg.Shard.Count))
+	if r.cfg.Storage != nil {
+		client, err := storageClient(ctx, host, *r.cfg.Storage, r.set.ID)
+		if err != nil {
+			return err
+		}
+		r.storage = client
+	}
 	watches := make([]*serverWatch, 0, len(r.cfg.Servers))
 	for i := range r.cfg.Servers {
 		api, err := r.newAgentServer(ctx, host, &r.cfg.Servers[i])
 		if err != nil {
-			return fmt.Errorf("servers[%d]: %w", i, err)
+			return errors.Join(fmt.Errorf("servers[%d]: %w", i, err), r.closeStorage(ctx))
 		}
 		watches = append(watches, r.newServerWatch(api, epoch))
 	}
@@ -89,7 +99,7 @@ func (r *openhandsReceiver) Start(ctx context.Context, host component.Host) erro
 
 func (r *openhandsReceiver) Shutdown(ctx context.Context) error {
 	if r.cancel == nil {
-		return nil
+		return r.closeStorage(ctx)
 	}
 	r.cancel()
 	done := make(chan struct{})
@@ -99,10 +109,22 @@ func (r *openhandsReceiver) Shutdown(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
-		return nil
+		return r.closeStorage(ctx)
 	case <-ctx.Done():
 		return fmt.Errorf("openhands receiver shutdown: %w", ctx.Err())
 	}
+}
+
+func (r *openhandsReceiver) closeStorage(ctx context.Context) error {
+	if r.storage == nil {
+		return nil
+	}
+	client := r.storage
+	r.storage = nil
+	if err := client.Close(ctx); err != nil {
+		return fmt.Errorf("openhands receiver: close storage: %w", err)
+	}
+	return nil
 }
 
 func (r *openhandsReceiver) newAgentServer(ctx context.Context, host component.Host, sc *ServerConfig) (*agentServer, error) {
@@ -165,6 +187,10 @@ func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serve
 	}
 	attrs.PutStr("openhands.server.name", api.name)
 	logger := r.set.Logger.With(zap.String("server", api.name))
+	var j *journal
+	if r.storage != nil {
+		j = newJournal(r.storage, api.hostPort)
+	}
 
 	return &serverWatch{
 		api:          api,
@@ -175,25 +201,38 @@ func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serve
 		tel:          r.tel,
 		logger:       logger,
 		rl:           r.rl,
+		shard:        r.cfg.Shard,
+		journal:      j,
 		convs:        make(map[string]*conversation),
 		ended:        newRecentIDs(dedupeWindow),
-		newSession: func(info conversationInfo, w *serverWatch) (*conversation, error) {
-			mapper, err := mapping.NewConversation(r.mappingConfig(api.hostPort, info.ID))
+		// newSession starts a conversation in this process's generation,
+		// or resumes the one restored from storage.
+		newSession: func(info conversationInfo, restored *durableState, w *serverWatch) (*conversation, error) {
+			generation := epoch
+			if restored != nil {
+				generation = restored.Epoch
+			}
+			mapper, err := mapping.NewConversation(r.mappingConfig(api.hostPort, info.ID, generation))
 			if err != nil {
 				return nil, err
 			}
-			return &conversation{
-				id:     info.ID,
-				watch:  w,
-				info:   info,
-				mapper: mapper,
+			c := &conversation{
+				id:      info.ID,
+				watch:   w,
+				journal: j,
+				info:    info,
+				mapper:  mapper,
 				emitter: &sessionEmitter{
-					next: r.next, resource: resource, epoch: epoch,
+					next: r.next, resource: resource, epoch: generation,
 					retry: r.cfg.Reconnect, tel: r.tel, logger: logger,
 				},
 				seen:       newRecentIDs(dedupeWindow),
 				durableSeq: -1,
-			}, nil
+			}
+			if restored != nil {
+				c.restore(*restored)
+			}
+			return c, nil
 		},
 	}
 }

@@ -18,9 +18,12 @@ func newRedactor(cfg *Config) (*capture.Redactor, error) {
 	})
 }
 
-func (r *openhandsReceiver) mappingConfig(hostPort, conversationID string) mapping.Config {
+// mappingConfig is the mapping configuration of one conversation's session
+// in generation epoch.
+func (r *openhandsReceiver) mappingConfig(hostPort, conversationID string, epoch int64) mapping.Config {
 	return mapping.Config{
 		Agent:          r.cfg.Agent,
+		Source:         sessionSource(hostPort, r.cfg.Agent, conversationID, epoch),
 		ServerHost:     hostPort,
 		ConversationID: conversationID,
 		Ceiling: mapping.CapturePolicy{

@@ -316,7 +316,8 @@ func TestApprovalLoopAndIsErrorSplit(t *testing.T) {
 		assert.Equal(t, "answered", res.Data["resolution"])
 		assert.Equal(t, "run:"+conv.ID()+":1", byType["tool.failed"].Run)
 		assert.Equal(t, map[string]any{"type": "tool_error"}, byType["tool.failed"].Data["error"])
-		assert.Equal(t, "aep://"+stub.Addr()+"/agent/openhands/session/"+conv.ID(), got[0].Source)
+		assert.Equal(t, fmt.Sprintf("aep://%s/agent/openhands/session/%s?epoch=%d", stub.Addr(), conv.ID(), *got[0].Epoch), got[0].Source,
+			"the source names the conversation's generation")
 
 		h.validate()
 		h.assertEveryVendorEventOnce(conv)

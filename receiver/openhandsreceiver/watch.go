@@ -19,7 +19,9 @@ type serverWatch struct {
 	pollInterval time.Duration
 	idleDetach   time.Duration
 	reconnect    backoff.Config
-	newSession   func(info conversationInfo, w *serverWatch) (*conversation, error)
+	shard        ShardConfig
+	journal      *journal // nil without storage
+	newSession   func(info conversationInfo, restored *durableState, w *serverWatch) (*conversation, error)
 	health       func(server string, err error)
 	tel          *telemetry
 	logger       *zap.Logger
@@ -33,6 +35,7 @@ type serverWatch struct {
 
 func (w *serverWatch) run(ctx context.Context) {
 	defer w.stopAll()
+	w.restore(ctx)
 	t := time.NewTicker(w.pollInterval)
 	defer t.Stop()
 	for {
@@ -60,8 +63,8 @@ func (w *serverWatch) poll(ctx context.Context) {
 	w.health(w.api.name, nil)
 	listed := make(map[string]bool, len(infos))
 	for _, info := range infos {
-		if listed[info.ID] {
-			continue // a server that lists one id twice
+		if listed[info.ID] || !w.shard.owns(info.ID) {
+			continue // a server that lists one id twice; another replica's
 		}
 		listed[info.ID] = true
 		w.observe(ctx, info)
@@ -82,7 +85,7 @@ func (w *serverWatch) observe(ctx context.Context, info conversationInfo) {
 		return // never observed, already going: nothing to say
 	case !known:
 		var err error
-		if c, err = w.newSession(info, w); err != nil {
+		if c, err = w.newSession(info, nil, w); err != nil {
 			w.rl.Error("session", "cannot observe conversation", zap.String("conversation", info.ID), zap.Error(err))
 			return
 		}
@@ -111,6 +114,50 @@ func (w *serverWatch) endSession(ctx context.Context, c *conversation) {
 	c.end(ctx)
 	delete(w.convs, c.id)
 	w.ended.add(c.id)
+}
+
+// restore brings back, before the first poll, the conversations of this
+// server the storage holds: each batch that may not have left is sent
+// again first (even for a conversation resharded away: it belongs to this
+// replica's session), then, for this shard, ended sessions are remembered as ended, and the
+// others wait, unattached, for the first poll to attach or end them. A
+// conversation whose state cannot be read is logged and starts fresh when
+// search lists it, in a new generation (as without storage).
+func (w *serverWatch) restore(ctx context.Context) {
+	if w.journal == nil {
+		return
+	}
+	stored, err := w.journal.load(ctx)
+	if err != nil {
+		w.logger.Error("cannot read this server's conversation index from storage; its conversations start fresh", zap.Error(err))
+		return
+	}
+	for _, s := range stored {
+		if s.err != nil {
+			w.logger.Error("cannot read a conversation's state from storage; it starts fresh",
+				zap.String("conversation", s.id), zap.Error(s.err))
+			continue
+		}
+		c, err := w.newSession(conversationInfo{ID: s.id}, &s.state, w)
+		if err != nil {
+			w.logger.Error("cannot restore conversation", zap.String("conversation", s.id), zap.Error(err))
+			continue
+		}
+		if s.pending != nil {
+			c.mu.Lock()
+			c.handOnLocked(ctx, *s.pending)
+			c.mu.Unlock()
+		}
+		if !w.shard.owns(s.id) {
+			continue // resharded away: its new owner observes it
+		}
+		if s.state.Mapping.Ended {
+			w.ended.add(s.id)
+			continue
+		}
+		w.convs[s.id] = c
+	}
+	w.logger.Info("restored conversations from storage", zap.Int("conversations", len(w.convs)))
 }
 
 func (w *serverWatch) stopAll() {

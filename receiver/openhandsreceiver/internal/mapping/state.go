@@ -54,7 +54,7 @@ func (c *Conversation) Restore(s State) {
 		status := s.Status
 		c.status = &status
 	}
-c.runs, c.run, c.runStartedID = s.Runs, s.Run, s.RunStartedID
+	c.runs, c.run, c.runStartedID = s.Runs, s.Run, s.RunStartedID
 	c.attention, c.startedID, c.ended = s.Attention, s.StartedID, s.Ended
 	c.stream, c.lastDelta, c.staleSnapshot = nil, origin{}, false
 }

@@ -1,0 +1,54 @@
+package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strings"
+)
+
+// ShardConfig splits the conversations of every configured server across
+// replicas, so that each has exactly one observer (AEP allows one emitter
+// per session). A replica observes the conversations whose id hashes to
+// its index (shardOf).
+type ShardConfig struct {
+	// Index is this replica's shard, 0 ≤ index < count. A StatefulSet
+	// feeds the pod ordinal through ${env:...}.
+	Index int `mapstructure:"index"`
+	// Count is the number of replicas; 1 (default) observes everything.
+	Count int `mapstructure:"count"`
+}
+
+func (s ShardConfig) validate() error {
+	switch {
+	case s.Count < 1:
+		return fmt.Errorf("count: must be at least 1, got %d", s.Count)
+	case s.Index < 0 || s.Index >= s.Count:
+		return fmt.Errorf("index: must be in [0, %d), got %d", s.Count, s.Index)
+	}
+	return nil
+}
+
+// owns reports whether this replica observes the conversation.
+func (s ShardConfig) owns(conversationID string) bool {
+	return s.Count <= 1 || shardOf(conversationID, s.Count) == s.Index
+}
+
+// shardOf is the documented, stable placement of a conversation: FNV-1a
+// (64 bit) of its id in the dashed, lowercase UUID form, modulo count. A
+// 32-digit hex id (the form the server's paging uses) is dashed first, so
+// both spellings of one conversation land on the same replica.
+func shardOf(conversationID string, count int) int {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(dashedID(conversationID)))
+	return int(h.Sum64() % uint64(count))
+}
+
+// dashedID is id lowercased, with the UUID dashes put back if it is 32
+// hex digits.
+func dashedID(id string) string {
+	id = strings.ToLower(id)
+	if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+		return id
+	}
+	return id[:8] + "-" + id[8:12] + "-" + id[12:16] + "-" + id[16:20] + "-" + id[20:]
+}

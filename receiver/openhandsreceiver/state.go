@@ -1,0 +1,151 @@
+package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
+)
+
+// durableState is everything of one conversation that survives a restart
+// when the receiver has storage: one value, encoded by encodeState,
+// decoded by decodeState, and written only with a write-ahead batch
+// (conversation.emitLocked). Everything else is rebuilt on start: the
+// socket and its connect-snapshot flag, an open delta stream, the dedupe
+// window beyond the resume margin, the idle clock.
+type durableState struct {
+	// Version is stateVersion when written.
+	Version int `json:"v"`
+	// Epoch is the session's generation: its seq counter's epoch and the
+	// epoch in its source (sessionSource).
+	Epoch int64 `json:"epoch"`
+	// NextSeq is the position the next emitted event gets.
+	NextSeq int64 `json:"next_seq"`
+	// Cursor is where the socket resumes.
+	Cursor cursor `json:"cursor"`
+	// Mapping is the mapper's run, attention and session state.
+	Mapping mapping.State `json:"mapping"`
+}
+
+// cursor is where a conversation's socket resumes reading.
+type cursor struct {
+	// DurableSeq is the last /sockets/session seq processed, -1 before any.
+	DurableSeq int64 `json:"durable_seq"`
+	// ResumeTS is the newest vendor timestamp of a persisted event seen;
+	// the legacy socket pages history from resumeMargin before it.
+	ResumeTS string `json:"resume_ts,omitempty"`
+	// Recent are the vendor ids seen at or after that page's start: the
+	// ones a legacy resume can present again, which the dedupe window must
+	// drop.
+	Recent []string `json:"recent,omitempty"`
+}
+
+// stateVersion is the version this release writes. Version 1 is the
+// first. A field added later follows mapping.State's rule (omitempty, zero
+// value = the old meaning), so a state of any older version decodes as is;
+// a change that cannot follow it bumps the version and upgrades older
+// values in decodeState.
+const stateVersion = 1
+
+// errStateVersion marks a state written by a newer release.
+var errStateVersion = errors.New("state written by a newer release")
+
+func encodeState(s durableState) ([]byte, error) {
+	s.Version = stateVersion
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("encode conversation state: %w", err)
+	}
+	return raw, nil
+}
+
+func decodeState(raw []byte) (durableState, error) {
+	var s durableState
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return durableState{}, fmt.Errorf("decode conversation state: %w", err)
+	}
+	switch {
+	case s.Version < 1:
+		return durableState{}, fmt.Errorf("decode conversation state: version %d is not a state version", s.Version)
+	case s.Version > stateVersion:
+		return durableState{}, fmt.Errorf("decode conversation state: version %d: %w (this one reads up to %d)", s.Version, errStateVersion, stateVersion)
+	case s.Epoch < 0 || s.NextSeq < 0 || s.Cursor.DurableSeq < -1:
+		return durableState{}, fmt.Errorf("decode conversation state: negative epoch %d, next_seq %d or durable_seq %d", s.Epoch, s.NextSeq, s.Cursor.DurableSeq)
+	}
+	return s, nil
+}
+
+// snapshotLocked is the conversation's durable state now. c.mu must be held.
+func (c *conversation) snapshotLocked() durableState {
+	s := durableState{
+		Epoch:   c.emitter.epoch,
+		NextSeq: c.emitter.seq,
+		Cursor: cursor{
+			DurableSeq: c.durableSeq,
+			ResumeTS:   c.resumeTS,
+		},
+		Mapping: c.mapper.Snapshot(),
+	}
+	if c.legacy {
+		// Only the legacy socket resumes with an overlap; the session
+		// socket resumes exactly after DurableSeq.
+		s.Cursor.Recent = c.recent.ids(resumeFrom(c.resumeTS))
+	}
+	return s
+}
+
+// restore puts a conversation that has not run yet in state s.
+func (c *conversation) restore(s durableState) {
+	c.emitter.epoch, c.emitter.seq = s.Epoch, s.NextSeq
+	c.durableSeq, c.resumeTS = s.Cursor.DurableSeq, s.Cursor.ResumeTS
+	for _, id := range s.Cursor.Recent {
+		c.seen.add(id)
+		c.recent.add(id, c.resumeTS)
+	}
+	c.mapper.Restore(s.Mapping)
+}
+
+// recentTimestamps remembers the ids of persisted vendor events with
+// their vendor timestamps, oldest first, so that the ones inside a legacy
+// resume's window can be persisted with the cursor. Entries older than the
+// window's start are dropped as the cursor moves on.
+type recentTimestamps struct {
+	entries []stampedID
+}
+
+type stampedID struct {
+	id string
+	at time.Time
+}
+
+// add records id, seen with vendor timestamp ts; an id without a readable
+// timestamp cannot come back in a resume window and is not kept.
+func (r *recentTimestamps) add(id, ts string) {
+	if at, err := time.Parse(vendorTimeLayout, ts); err == nil {
+		r.entries = append(r.entries, stampedID{id, at})
+	}
+}
+
+// ids returns the ids stamped at or after since, the start of the next
+// resume window (resumeFrom), and forgets the older ones.
+func (r *recentTimestamps) ids(since string) []string {
+	cut, err := time.Parse(vendorTimeLayout, since)
+	if err != nil {
+		return nil
+	}
+	keep := r.entries[:0]
+	for _, e := range r.entries {
+		if !e.at.Before(cut) {
+			keep = append(keep, e)
+		}
+	}
+	clear(r.entries[len(keep):])
+	r.entries = keep
+	out := make([]string, len(keep))
+	for i, e := range keep {
+		out[i] = e.id
+	}
+	return out
+}
