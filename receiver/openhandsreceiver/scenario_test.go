@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -36,12 +37,16 @@ const (
 	testKey = "stub-session-key"
 )
 
-// statusHost records the component status the receiver reports.
+// statusHost records the component status the receiver reports, and
+// offers extensions.
 type statusHost struct {
 	component.Host
-	mu     sync.Mutex
-	events []*componentstatus.Event
+	extensions map[component.ID]component.Component
+	mu         sync.Mutex
+	events     []*componentstatus.Event
 }
+
+func (h *statusHost) GetExtensions() map[component.ID]component.Component { return h.extensions }
 
 func (h *statusHost) Report(ev *componentstatus.Event) {
 	h.mu.Lock()
@@ -123,8 +128,15 @@ func startStub(t *testing.T) *oh.Server {
 
 func startHarness(t *testing.T, cfg *Config) *harness {
 	t.Helper()
+	return startHarnessWith(t, cfg, nil)
+}
+
+// startHarnessWith starts a receiver on a host with these extensions.
+func startHarnessWith(t *testing.T, cfg *Config, extensions map[component.ID]component.Component) *harness {
+	t.Helper()
 	require.NoError(t, cfg.Validate())
-	h := &harness{t: t, sink: new(consumertest.LogsSink), host: &statusHost{Host: componenttest.NewNopHost()}, tel: componenttest.NewTelemetry()}
+	host := &statusHost{Host: componenttest.NewNopHost(), extensions: extensions}
+	h := &harness{t: t, sink: new(consumertest.LogsSink), host: host, tel: componenttest.NewTelemetry()}
 	t.Cleanup(func() { require.NoError(t, h.tel.Shutdown(context.Background())) })
 	set := receivertest.NewNopSettings(componentType)
 	set.TelemetrySettings = h.tel.NewTelemetrySettings()
@@ -142,13 +154,21 @@ func startHarness(t *testing.T, cfg *Config) *harness {
 func (h *harness) events() []*aep.Event {
 	var out []*aep.Event
 	for _, logs := range h.sink.AllLogs() {
-		for _, rl := range logs.ResourceLogs().All() {
-			for _, sl := range rl.ScopeLogs().All() {
-				for _, lr := range sl.LogRecords().All() {
-					ev, err := projection.FromLogRecord(lr, rl.Resource())
-					require.NoError(h.t, err)
-					out = append(out, ev)
-				}
+		out = append(out, logEvents(h.t, logs)...)
+	}
+	return out
+}
+
+// logEvents decodes the AEP events of one batch of log records.
+func logEvents(t *testing.T, logs plog.Logs) []*aep.Event {
+	t.Helper()
+	var out []*aep.Event
+	for _, rl := range logs.ResourceLogs().All() {
+		for _, sl := range rl.ScopeLogs().All() {
+			for _, lr := range sl.LogRecords().All() {
+				ev, err := projection.FromLogRecord(lr, rl.Resource())
+				require.NoError(t, err)
+				out = append(out, ev)
 			}
 		}
 	}
