@@ -21,12 +21,14 @@ build: $(OCB)
 	$(OCB) --config=builder-config.yaml --skip-compilation
 	cd $(DIST_DIR) && $(GO) build -trimpath -o $(BIN) .
 
-unit-test:
-	$(GOTEST) ./...
+# unit-test needs the built distribution: internal/crashtest runs it as a
+# child process and kills it with SIGKILL (it fails, never skips, without it).
+unit-test: build
+	OTELCOL_OPENHANDS_BIN=$(BIN) $(GOTEST) ./...
 
-# test runs every unit, scenario and end-to-end test with the race detector,
-# then proves the distribution still builds.
-test: unit-test build
+# test builds the distribution, then runs every unit, scenario, end-to-end
+# and crash test with the race detector.
+test: unit-test
 
 $(STATICCHECK):
 	GOBIN=$(TOOLS_DIR) $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2

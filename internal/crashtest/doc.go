@@ -1,0 +1,8 @@
+// Package crashtest proves, with the built distribution, that a collector
+// killed with SIGKILL at random points loses nothing and collides nowhere.
+// It runs ./bin/otelcol-openhands (make build; make test builds it first)
+// as a child process with file_storage on the openhands receiver and on
+// the aeprelay exporter's sending queue, between a stub agent server and a
+// test relay that live in the test process, and kills, restarts and breaks
+// them in turn. The package has no non-test code.
+package crashtest
