@@ -1,6 +1,7 @@
 package openhandsreceiver
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -9,15 +10,23 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.opentelemetry.io/collector/confmap/provider/envprovider"
+	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
 )
 
+// loadConfig loads one instance of testdata/config.yaml the way the
+// collector does, ${env:...} references resolved.
 func loadConfig(t *testing.T, name string) *Config {
 	t.Helper()
-	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	resolver, err := confmap.NewResolver(confmap.ResolverSettings{
+		URIs:              []string{"file:" + filepath.Join("testdata", "config.yaml")},
+		ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory(), envprovider.NewFactory()},
+	})
+	require.NoError(t, err)
+	cm, err := resolver.Resolve(context.Background())
 	require.NoError(t, err)
 	sub, err := cm.Sub(component.MustNewIDWithName(componentType.String(), name).String())
 	require.NoError(t, err)
@@ -27,6 +36,7 @@ func loadConfig(t *testing.T, name string) *Config {
 }
 
 func TestLoadConfig(t *testing.T) {
+	t.Setenv("SHARD_INDEX", "2")
 
 	t.Run("defaults", func(t *testing.T) {
 		cfg := loadConfig(t, "")
@@ -40,6 +50,8 @@ func TestLoadConfig(t *testing.T) {
 		assert.True(t, cfg.RedactPII)
 		assert.Equal(t, 10*time.Minute, cfg.IdleDetach)
 		assert.Equal(t, backoff.Default(), cfg.Reconnect)
+		assert.Nil(t, cfg.Storage)
+		assert.Equal(t, ShardConfig{Index: 0, Count: 1}, cfg.Shard)
 	})
 
 	t.Run("full", func(t *testing.T) {
@@ -63,6 +75,8 @@ func TestLoadConfig(t *testing.T) {
 		assert.Equal(t, 2*time.Second, cfg.Reconnect.InitialInterval)
 		assert.Equal(t, 0.5, cfg.Reconnect.Jitter)
 		assert.Equal(t, int64(4<<20), cfg.MaxFrameBytes)
+		assert.Equal(t, component.MustNewIDWithName("file_storage", "openhands"), *cfg.Storage)
+		assert.Equal(t, ShardConfig{Index: 2, Count: 3}, cfg.Shard, "index from ${env:SHARD_INDEX}")
 	})
 
 	t.Run("invalid", func(t *testing.T) {
@@ -74,10 +88,28 @@ func TestLoadConfig(t *testing.T) {
 			"poll_interval: must be positive",
 			`capture.level: unknown level "everything"`,
 			`capture.categories: unknown category "nonsense"`,
+			"shard.index: must be in [0, 3), got 3",
 		} {
 			assert.ErrorContains(t, err, want)
 		}
 	})
+}
+
+func TestValidateShard(t *testing.T) {
+	for _, tc := range []struct {
+		shard ShardConfig
+		want  string
+	}{
+		{ShardConfig{Index: 0, Count: 0}, "shard.count: must be at least 1, got 0"},
+		{ShardConfig{Index: -1, Count: 2}, "shard.index: must be in [0, 2), got -1"},
+		{ShardConfig{Index: 2, Count: 2}, "shard.index: must be in [0, 2), got 2"},
+	} {
+		cfg := createDefaultConfig().(*Config)
+		cfg.Servers = []ServerConfig{{}}
+		cfg.Servers[0].Endpoint = "http://127.0.0.1:8000"
+		cfg.Shard = tc.shard
+		assert.EqualError(t, cfg.Validate(), tc.want)
+	}
 }
 
 func TestValidateRequiresServers(t *testing.T) {
