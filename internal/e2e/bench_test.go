@@ -36,6 +36,26 @@ const (
 // benchConversations are the conversation counts of the sub-benchmarks.
 var benchConversations = []int{1, 20}
 
+// BenchmarkEndToEndStorage is BenchmarkEndToEnd with the receiver's
+// storage off and on (file_storage, the exporter's queue in memory either
+// way), so the cost of durable state reads side by side. With storage on it
+// also reports storage-B/event: bytes (keys and values) the receiver wrote
+// to storage per vendor event, its write-ahead batches and states.
+func BenchmarkEndToEndStorage(b *testing.B) {
+	for _, storage := range []bool{false, true} {
+		for _, n := range benchConversations {
+			name := fmt.Sprintf("storage=%t/conversations=%d", storage, n)
+			b.Run(name, func(b *testing.B) {
+				dir := ""
+				if storage {
+					dir = b.TempDir()
+				}
+				benchmarkPipeline(b, n, dir)
+			})
+		}
+	}
+}
+
 // BenchmarkEndToEnd measures the collector between the stub agent server
 // and the relay: N conversations each get burstEvents/N tool events per
 // iteration (tool.requested / tool.completed, one AEP event each), and an
@@ -74,17 +94,8 @@ func BenchmarkFloor(b *testing.B) {
 }
 
 func benchmarkEndToEnd(b *testing.B, n int) {
-	stub := startBenchStub(b)
-	relay := aeprelaytest.Start(b, aeprelaytest.Config{Token: relayToken, MaxRecords: 1 << 24, DrainTimeout: time.Second})
-	col := startCollector(b, pipelineConfig{agentServer: stub.URL(), relay: relay.URL(), quiet: true})
-
-	before := relayClearedHeap(b, stub, relay)
-	convs := createConversations(b, stub, n)
-	for _, conv := range convs {
-		awaitRelayLive(b, relay, conv)
-	}
-	after := relayClearedHeap(b, stub, relay)
-
+	stub, relay, convs, col := startPipeline(b, n, "")
+	before, after := col.heapBefore, col.heapAfter
 	stats := timeBursts(b, stub, convs, &relayArrivals{relay: relay})
 	col.stop()
 
@@ -93,6 +104,43 @@ func benchmarkEndToEnd(b *testing.B, n int) {
 	b.ReportMetric(perConversation(before, after, n), "heap-B/conv")
 	b.ReportMetric(floor.eventsPerSecond(), "floor-events/s")
 	b.ReportMetric(stats.eventsPerSecond()/floor.eventsPerSecond(), "ratio_to_floor")
+}
+
+// benchmarkPipeline times bursts through the pipeline, with the
+// receiver's storage in storageDir ("" for none).
+func benchmarkPipeline(b *testing.B, n int, storageDir string) {
+	stub, relay, convs, col := startPipeline(b, n, storageDir)
+	written := storageWritten.Load()
+	stats := timeBursts(b, stub, convs, &relayArrivals{relay: relay})
+	written = storageWritten.Load() - written
+	col.stop()
+	stats.report(b)
+	if storageDir != "" {
+		b.ReportMetric(float64(written)/float64(b.N*burstEvents), "storage-B/event")
+	}
+}
+
+// pipelineUnderTest is a running collector with the live heap measured
+// around the attach of its conversations.
+type pipelineUnderTest struct {
+	*collector
+	heapBefore, heapAfter uint64
+}
+
+// startPipeline starts the stub, the relay and the collector, and attaches
+// n running conversations.
+func startPipeline(b *testing.B, n int, storageDir string) (*oh.Server, *aeprelaytest.Relay, []*oh.Conversation, pipelineUnderTest) {
+	stub := startBenchStub(b)
+	relay := aeprelaytest.Start(b, aeprelaytest.Config{Token: relayToken, MaxRecords: 1 << 24, DrainTimeout: time.Second})
+	col := startCollector(b, pipelineConfig{agentServer: stub.URL(), relay: relay.URL(), quiet: true, storage: storageDir})
+
+	before := relayClearedHeap(b, stub, relay)
+	convs := createConversations(b, stub, n)
+	for _, conv := range convs {
+		awaitRelayLive(b, relay, conv)
+	}
+	after := relayClearedHeap(b, stub, relay)
+	return stub, relay, convs, pipelineUnderTest{collector: col, heapBefore: before, heapAfter: after}
 }
 
 func benchmarkFloor(b *testing.B, n int) {

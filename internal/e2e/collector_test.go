@@ -46,6 +46,9 @@ type pipelineConfig struct {
 	// quiet logs only the collector's errors: a benchmark's own relay
 	// restarts would fill its output with warnings.
 	quiet bool
+	// storage is a directory for the receiver's state (counting_storage,
+	// file_storage that counts what it writes); "" runs without storage.
+	storage string
 }
 
 // yaml renders the collector configuration: short timings everywhere so
@@ -68,6 +71,15 @@ func (c pipelineConfig) yaml() string {
 	}
 	exporters := []string{"aeprelay"}
 	var b strings.Builder
+	receiverStorage, extensions := "", "[]"
+	if c.storage != "" {
+		receiverStorage, extensions = "\n    storage: counting_storage", "[counting_storage]"
+		fmt.Fprintf(&b, `
+extensions:
+  counting_storage:
+    directory: %s
+`, c.storage)
+	}
 	fmt.Fprintf(&b, `
 receivers:
   openhands:
@@ -75,7 +87,7 @@ receivers:
       - endpoint: %s
         session_api_key: %s
         name: stub%s
-    poll_interval: 50ms
+    poll_interval: 50ms%s
     reconnect:
       initial_interval: 10ms
       max_interval: 100ms
@@ -93,7 +105,7 @@ exporters:
     reconnect:
       initial_interval: 10ms
       max_interval: 100ms%s
-`, c.agentServer, stubKey, socket, c.relay, relayToken, confirm, retry)
+`, c.agentServer, stubKey, socket, receiverStorage, c.relay, relayToken, confirm, retry)
 	if c.otlp != "" {
 		exporters = append(exporters, "otlp_http")
 		fmt.Fprintf(&b, `
@@ -103,6 +115,7 @@ exporters:
 	}
 	fmt.Fprintf(&b, `
 service:
+  extensions: %s
   telemetry:
     metrics:
       level: none
@@ -111,7 +124,7 @@ service:
       receivers: [openhands]
       processors: [batch]
       exporters: [%s]
-`, strings.Join(exporters, ", "))
+`, extensions, strings.Join(exporters, ", "))
 	return b.String()
 }
 
@@ -130,7 +143,12 @@ func factories() (otelcol.Factories, error) {
 	if err != nil {
 		return otelcol.Factories{}, fmt.Errorf("exporter factories: %w", err)
 	}
+	extensions, err := otelcol.MakeFactoryMap(countingStorageFactory())
+	if err != nil {
+		return otelcol.Factories{}, fmt.Errorf("extension factories: %w", err)
+	}
 	return otelcol.Factories{
+		Extensions: extensions,
 		Receivers:  receivers,
 		Processors: processors,
 		Exporters:  exporters,

@@ -25,6 +25,10 @@ const (
 	// frameBuffer bounds the frames read ahead while history is paged;
 	// past it the reader blocks and TCP pushes back on the server.
 	frameBuffer = 256
+	// maxBatchEvents bounds the AEP events mapped ahead of one emission:
+	// frames that are already waiting are mapped into one batch (one
+	// ConsumeLogs, one write-ahead), a lone frame goes out at once.
+	maxBatchEvents = 128
 	// vendorTimeLayout is the server's naive isoformat() with microseconds.
 	vendorTimeLayout = "2006-01-02T15:04:05.999999"
 )
@@ -56,6 +60,7 @@ type conversation struct {
 	durableSeq int64            // last /sockets/session seq processed; -1 before any
 	legacy     bool             // attached to /sockets/events, which resumes with an overlap
 	lastSeen   time.Time        // when the last vendor event arrived
+	mapped     []*aep.Event     // mapped, not yet emitted (flushLocked)
 
 	// Owned by the attach goroutine.
 	connectSnapshotPending bool // the connection's first snapshot is still to come
@@ -75,7 +80,10 @@ func (c *conversation) begin(ctx context.Context) {
 	if err != nil {
 		created = time.Now()
 	}
-	c.emitLocked(ctx, []*aep.Event{c.mapper.Start(created, time.Now())})
+	if start := c.mapper.Start(created, time.Now()); start != nil {
+		c.mapped = append(c.mapped, start)
+	}
+	c.flushLocked(ctx)
 }
 
 // end closes the session: the conversation left search or reached deleting.
@@ -83,8 +91,8 @@ func (c *conversation) end(ctx context.Context) {
 	c.detach()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.emitLocked(ctx, c.mapper.End(time.Now(), c.resumeTS)) // nil once ended
-
+	c.mapped = append(c.mapped, c.mapper.End(time.Now(), c.resumeTS)...) // nil once ended
+	c.flushLocked(ctx)
 }
 
 // attached reports whether the attach goroutine is running.
@@ -190,6 +198,7 @@ func (c *conversation) attachOnce(ctx context.Context) (live bool, err error) {
 		// No close frame: the auth frame stays the only frame we write.
 		conn.Close()
 		reader.Wait()
+		c.flush(ctx)
 	}()
 
 	handle := c.handleLegacyFrame
@@ -216,6 +225,9 @@ func (c *conversation) attachOnce(ctx context.Context) (live bool, err error) {
 			}
 			live = true
 			handle(ctx, f.data)
+			if len(frames) == 0 {
+				c.flush(ctx) // nothing more waiting: emit what is mapped
+			}
 		case <-idle:
 			if c.idleExpired(w.idleDetach) {
 				return live, errIdleDetached
@@ -265,6 +277,7 @@ func (c *conversation) replayHistory(ctx context.Context) error {
 	c.mu.Lock()
 	since := resumeFrom(c.resumeTS)
 	c.mu.Unlock()
+	defer c.flush(ctx)
 	return c.watch.api.searchEvents(ctx, c.id, since, func(raw json.RawMessage) error {
 		c.handleEvent(ctx, raw, true, false)
 		return ctx.Err()
@@ -400,10 +413,30 @@ func (c *conversation) handleEvent(ctx context.Context, raw []byte, persisted, c
 		out = c.mapper.Map(ev, now)
 	}
 	w.tel.mapped(ctx, time.Since(now))
-	c.emitLocked(ctx, out)
+	c.mapped = append(c.mapped, out...)
+	if len(c.mapped) >= maxBatchEvents {
+		c.flushLocked(ctx)
+	}
 }
 
-// emitLocked is the one place a conversation's events leave. With storage,
+// flush emits what has been mapped and not yet emitted.
+func (c *conversation) flush(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.flushLocked(ctx)
+}
+
+func (c *conversation) flushLocked(ctx context.Context) {
+	if len(c.mapped) == 0 {
+		return
+	}
+	events := c.mapped
+	c.mapped = nil
+	c.emitLocked(ctx, events)
+}
+
+// emitLocked is the one place a conversation's events leave, in batches
+// (flushLocked): every event mapped since the last one. With storage,
 // the positioned batch is written ahead together with the state it leads
 // to, handed to the pipeline, then marked done; a crash anywhere in
 // between re-sends exactly those records on the next start (journal).
