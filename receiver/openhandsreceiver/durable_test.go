@@ -205,20 +205,28 @@ func TestShardOfIsStable(t *testing.T) {
 	assert.True(t, ShardConfig{Index: 0, Count: 1}.owns(id))
 }
 
+// runOnStorage runs a receiver with storage over one run of a new
+// conversation with tools tool calls, then shuts it down.
+func runOnStorage(t *testing.T, socket string, tools int) (*oh.Server, *oh.Conversation, *memStorage, *harness) {
+	t.Helper()
+	stub := startStub(t)
+	conv := newConversation(t, stub)
+	mem := newMemStorage(nil)
+	h := startHarnessWith(t, storageConfig(socket, stub), mem.extensions())
+	h.waitLive(conv, 1)
+	playRun(t, conv, tools)
+	h.waitTypes(conv.ID(), "state.delta", "run.finished")
+	require.NoError(t, h.rcv.Shutdown(context.Background()))
+	return stub, conv, mem, h
+}
+
 // TestRestartResumesFromStorage stops the receiver mid-run, lets the run
 // go on, and starts another receiver on the same storage: it resumes the
 // same session (source, epoch) from the cursor, with nothing re-emitted
 // and nothing skipped.
 func TestRestartResumesFromStorage(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
-		stub := startStub(t)
-		conv := newConversation(t, stub)
-		mem := newMemStorage(nil)
-		h1 := startHarnessWith(t, storageConfig(socket, stub), mem.extensions())
-		h1.waitLive(conv, 1)
-		playRun(t, conv, 3)
-		h1.waitTypes(conv.ID(), "state.delta", "run.finished")
-		require.NoError(t, h1.rcv.Shutdown(context.Background()))
+		stub, conv, mem, h1 := runOnStorage(t, socket, 3)
 
 		playRun(t, conv, 2) // while no receiver watches
 		h2 := startHarnessWith(t, storageConfig(socket, stub), mem.extensions())
@@ -246,14 +254,7 @@ func TestRestartResumesFromStorage(t *testing.T) {
 // on from the cursor stored with it.
 func TestCrashResendsPendingBatchByteForByte(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
-		stub := startStub(t)
-		conv := newConversation(t, stub)
-		mem := newMemStorage(nil)
-		h1 := startHarnessWith(t, storageConfig(socket, stub), mem.extensions())
-		h1.waitLive(conv, 1)
-		playRun(t, conv, 2)
-		h1.waitTypes(conv.ID(), "state.delta", "run.finished")
-		require.NoError(t, h1.rcv.Shutdown(context.Background()))
+		stub, conv, mem, h1 := runOnStorage(t, socket, 2)
 
 		sent := h1.sink.AllLogs()
 		images := mem.crashImages()
