@@ -465,6 +465,7 @@ func (c *conversation) handOnLocked(ctx context.Context, logs plog.Logs) {
 		return
 	}
 	if err := c.journal.done(ctx, c.id); err != nil {
+		c.watch.tel.storageErrors.Add(ctx, 1)
 		c.watch.rl.Warn("storage:"+c.id, "could not mark a batch done; a restart sends it again",
 			zap.String("conversation", c.id), zap.Error(err))
 	}
@@ -483,10 +484,12 @@ func (c *conversation) writeAheadLocked(ctx context.Context, logs plog.Logs) err
 	}
 	state := c.snapshotLocked()
 	for attempt := 0; ; attempt++ {
-		err := c.journal.writeAhead(ctx, c.id, state, pending)
+		written, err := c.journal.writeAhead(ctx, c.id, state, pending)
 		if err == nil {
+			c.watch.tel.storageWritten.Add(ctx, int64(written))
 			return nil
 		}
+		c.watch.tel.storageErrors.Add(ctx, 1)
 		c.watch.rl.Warn("storage:"+c.id, "storage refused a write-ahead; retrying", zap.String("conversation", c.id), zap.Error(err))
 		if err := c.watch.reconnect.Sleep(ctx, attempt); err != nil {
 			return fmt.Errorf("write-ahead: %w", err)

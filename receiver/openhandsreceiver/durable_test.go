@@ -258,6 +258,8 @@ func TestCrashResendsPendingBatchByteForByte(t *testing.T) {
 
 		sent := h1.sink.AllLogs()
 		images := mem.crashImages()
+		assert.Positive(t, h1.metric("otelcol_openhands_storage_written", "", ""))
+		assert.Zero(t, h1.metric("otelcol_openhands_batches_resent", "", ""))
 		require.Len(t, images, len(sent), "one write-ahead per batch handed on")
 		for _, k := range []int{0, len(sent) / 2, len(sent) - 1} {
 			h2 := startHarnessWith(t, storageConfig(socket, stub), newMemStorage(images[k]).extensions())
@@ -266,6 +268,7 @@ func TestCrashResendsPendingBatchByteForByte(t *testing.T) {
 
 			resent := h2.sink.AllLogs()
 			require.NotEmpty(t, resent)
+			assert.Equal(t, int64(1), h2.metric("otelcol_openhands_batches_resent", "", ""))
 			assert.Equal(t, protoBytes(t, sent[k]), protoBytes(t, resent[0]), "crash after write-ahead %d: the pending batch is re-sent byte for byte", k)
 
 			// The world where the first receiver died there: what it sent up
@@ -323,6 +326,7 @@ func TestUnreadableStateStartsFresh(t *testing.T) {
 	h2.waitTypes(broken.ID(), "state.delta", "run.finished")
 	h2.waitTypes(intact.ID(), "state.delta", "run.finished")
 
+	assert.Equal(t, int64(1), h2.metric("otelcol_openhands_storage_errors", "", ""))
 	assert.NotEqual(t, h1.session(broken.ID())[0].Source, h2.session(broken.ID())[0].Source, "a fresh session")
 	assert.Equal(t, "session.started", h2.session(broken.ID())[0].Type)
 	assert.Equal(t, h1.session(intact.ID())[0].Source, h2.session(intact.ID())[0].Source, "the intact one resumes")

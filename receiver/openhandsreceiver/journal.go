@@ -138,21 +138,18 @@ func (j *journal) loadConversation(ctx context.Context, id string) stored {
 }
 
 // writeAhead persists a conversation's state and the batch about to leave
-// with it, and indexes the conversation the first time. pending nil writes
-// the state alone.
-func (j *journal) writeAhead(ctx context.Context, id string, state durableState, pending []byte) error {
+// with it, and indexes the conversation the first time. It returns the
+// bytes written, keys included.
+func (j *journal) writeAhead(ctx context.Context, id string, state durableState, pending []byte) (int, error) {
 	raw, err := encodeState(state)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	ops := []*storage.Operation{storage.SetOperation(j.stateKey(id), raw)}
-	if pending != nil {
-		ops = append(ops, storage.SetOperation(j.batchKey(id), pending))
-	}
+	ops := []*storage.Operation{storage.SetOperation(j.stateKey(id), raw), storage.SetOperation(j.batchKey(id), pending)}
 	j.mu.Lock()
 	if _, ok := j.indexed[id]; ok {
 		j.mu.Unlock()
-		return j.batch(ctx, ops)
+		return written(ops), j.batch(ctx, ops)
 	}
 	// First write for this conversation: the index grows in the same
 	// storage batch, under the lock so two new conversations cannot drop
@@ -162,13 +159,22 @@ func (j *journal) writeAhead(ctx context.Context, id string, state durableState,
 	slices.Sort(ids)
 	index, err := json.Marshal(journalIndex{Version: 1, IDs: ids})
 	if err != nil {
-		return fmt.Errorf("encode %s: %w", j.indexKey(), err)
+		return 0, fmt.Errorf("encode %s: %w", j.indexKey(), err)
 	}
-	if err := j.batch(ctx, append(ops, storage.SetOperation(j.indexKey(), index))); err != nil {
-		return err
+	ops = append(ops, storage.SetOperation(j.indexKey(), index))
+	if err := j.batch(ctx, ops); err != nil {
+		return 0, err
 	}
 	j.indexed[id] = struct{}{}
-	return nil
+	return written(ops), nil
+}
+
+func written(ops []*storage.Operation) int {
+	n := 0
+	for _, op := range ops {
+		n += len(op.Key) + len(op.Value)
+	}
+	return n
 }
 
 // done marks a conversation's pending batch as taken by the pipeline.

@@ -21,12 +21,15 @@ type telemetry struct {
 	reconnects      metric.Int64Counter
 	decodeErrors    metric.Int64Counter
 	mappingDuration metric.Float64Histogram
+	storageWritten  metric.Int64Counter
+	storageErrors   metric.Int64Counter
+	batchesResent   metric.Int64Counter
 }
 
 func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	m := set.MeterProvider.Meter(scopeName)
 	var t telemetry
-	var errs [7]error
+	var errs [10]error
 	t.attached, errs[0] = m.Int64UpDownCounter("otelcol_openhands_conversations_attached",
 		metric.WithDescription("Conversations with an attached WebSocket."), metric.WithUnit("{conversation}"))
 	t.vendorEvents, errs[1] = m.Int64Counter("otelcol_openhands_vendor_events",
@@ -41,6 +44,14 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 		metric.WithDescription("Frames, pages or events that could not be decoded, by cause."), metric.WithUnit("{error}"))
 	t.mappingDuration, errs[6] = m.Float64Histogram("otelcol_openhands_mapping_duration",
 		metric.WithDescription("Time to map one vendor event to AEP events."), metric.WithUnit("s"))
+	t.storageWritten, errs[7] = m.Int64Counter("otelcol_openhands_storage_written",
+		metric.WithDescription("Bytes of conversation state and write-ahead batches written to storage."), metric.WithUnit("By"))
+	t.storageErrors, errs[8] = m.Int64Counter("otelcol_openhands_storage_errors",
+		metric.WithDescription("Storage reads and writes that failed (a write is retried; a conversation whose state cannot be read starts fresh)."),
+		metric.WithUnit("{error}"))
+	t.batchesResent, errs[9] = m.Int64Counter("otelcol_openhands_batches_resent",
+		metric.WithDescription("Write-ahead batches sent again at start because they may not have left before a crash."),
+		metric.WithUnit("{batch}"))
 	return &t, errors.Join(errs[:]...)
 }
 

@@ -129,11 +129,13 @@ func (w *serverWatch) restore(ctx context.Context) {
 	}
 	stored, err := w.journal.load(ctx)
 	if err != nil {
+		w.tel.storageErrors.Add(ctx, 1)
 		w.logger.Error("cannot read this server's conversation index from storage; its conversations start fresh", zap.Error(err))
 		return
 	}
 	for _, s := range stored {
 		if s.err != nil {
+			w.tel.storageErrors.Add(ctx, 1)
 			w.logger.Error("cannot read a conversation's state from storage; it starts fresh",
 				zap.String("conversation", s.id), zap.Error(s.err))
 			continue
@@ -144,6 +146,7 @@ func (w *serverWatch) restore(ctx context.Context) {
 			continue
 		}
 		if s.pending != nil {
+			w.tel.batchesResent.Add(ctx, 1)
 			c.mu.Lock()
 			c.handOnLocked(ctx, *s.pending)
 			c.mu.Unlock()
