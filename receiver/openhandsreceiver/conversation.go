@@ -404,7 +404,10 @@ func (c *conversation) handleEvent(ctx context.Context, raw []byte, persisted, c
 	c.lastSeen = now
 	if persisted || !ev.Transient() {
 		c.resumeTS = max(c.resumeTS, ev.Timestamp())
-		c.recent.add(ev.ID(), ev.Timestamp())
+		if c.journal != nil && c.legacy {
+			// Kept for the stored cursor, pruned at every write-ahead.
+			c.recent.add(ev.ID(), ev.Timestamp())
+		}
 	}
 	var out []*aep.Event
 	if connectSnapshot {

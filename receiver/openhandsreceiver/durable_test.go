@@ -409,3 +409,17 @@ func protoBytes(t *testing.T, logs plog.Logs) []byte {
 	require.NoError(t, err)
 	return raw
 }
+
+// TestRecentTimestampsKeepOnlyTheResumeWindow: the ids persisted with a
+// legacy cursor are those a resume from since can present again; older
+// ones are forgotten, so the list stays as small as the window.
+func TestRecentTimestampsKeepOnlyTheResumeWindow(t *testing.T) {
+	var r recentTimestamps
+	r.add("old", "2026-07-12T10:00:00.000001")
+	r.add("edge", "2026-07-12T10:00:05")
+	r.add("new", "2026-07-12T10:00:09.5")
+	r.add("unstamped", "")
+	assert.Equal(t, []string{"edge", "new"}, r.ids("2026-07-12T10:00:05.000000"))
+	assert.Len(t, r.entries, 2, "the older id is forgotten")
+	assert.Empty(t, r.ids("not a time"))
+}
