@@ -61,6 +61,7 @@ type conversation struct {
 	legacy     bool             // attached to /sockets/events, which resumes with an overlap
 	lastSeen   time.Time        // when the last vendor event arrived
 	mapped     []*aep.Event     // mapped, not yet emitted (flushLocked)
+	taken      bool             // the stored pending batch left; not yet marked done
 
 	// Owned by the attach goroutine.
 	connectSnapshotPending bool // the connection's first snapshot is still to come
@@ -93,6 +94,7 @@ func (c *conversation) end(ctx context.Context) {
 	defer c.mu.Unlock()
 	c.mapped = append(c.mapped, c.mapper.End(time.Now(), c.resumeTS)...) // nil once ended
 	c.flushLocked(ctx)
+	c.markDoneLocked(ctx)
 }
 
 // attached reports whether the attach goroutine is running.
@@ -198,7 +200,10 @@ func (c *conversation) attachOnce(ctx context.Context) (live bool, err error) {
 		// No close frame: the auth frame stays the only frame we write.
 		conn.Close()
 		reader.Wait()
-		c.flush(ctx)
+		c.mu.Lock()
+		c.flushLocked(ctx)
+		c.markDoneLocked(ctx)
+		c.mu.Unlock()
 	}()
 
 	handle := c.handleLegacyFrame
@@ -456,17 +461,26 @@ func (c *conversation) emitLocked(ctx context.Context, events []*aep.Event) {
 	c.handOnLocked(ctx, logs)
 }
 
-// handOnLocked hands a batch to the pipeline and, with storage, marks it
-// done. A batch the pipeline did not take stays pending: a restart sends
-// it again.
+// handOnLocked hands a batch to the pipeline. A stored batch the pipeline
+// took needs no write of its own: the next write-ahead replaces it, and
+// markDoneLocked deletes the last one when the conversation detaches. Until
+// then a crash sends it again, a legal redelivery; one storage write per
+// batch instead of two is what that buys.
 func (c *conversation) handOnLocked(ctx context.Context, logs plog.Logs) {
 	if err := c.emitter.consume(ctx, logs); err != nil {
 		c.watch.rl.Error("emit:"+c.id, "could not emit AEP events", zap.String("conversation", c.id), zap.Error(err))
 		return
 	}
-	if c.journal == nil {
+	c.taken = c.journal != nil
+}
+
+// markDoneLocked deletes the stored pending batch once the pipeline took
+// it, so that an orderly restart sends nothing again.
+func (c *conversation) markDoneLocked(ctx context.Context) {
+	if !c.taken {
 		return
 	}
+	c.taken = false
 	if err := c.journal.done(ctx, c.id); err != nil {
 		c.watch.tel.storageErrors.Add(ctx, 1)
 		c.watch.rl.Warn("storage:"+c.id, "could not mark a batch done; a restart sends it again",
@@ -490,6 +504,7 @@ func (c *conversation) writeAheadLocked(ctx context.Context, logs plog.Logs) err
 		written, err := c.journal.writeAhead(ctx, c.id, state, pending)
 		if err == nil {
 			c.watch.tel.storageWritten.Add(ctx, int64(written))
+			c.taken = false // the stored batch is this one now
 			return nil
 		}
 		c.watch.tel.storageErrors.Add(ctx, 1)

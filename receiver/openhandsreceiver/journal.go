@@ -26,9 +26,10 @@ import (
 //	conversation/<id>/batch     the pending batch, OTLP protobuf
 //
 // The state and the batch are written together in one storage batch
-// before the records leave, and the batch key is deleted once the pipeline
-// took them: after a crash, a batch still present may or may not have
-// left, and is sent again byte for byte, a legal redelivery either way.
+// before the records leave. The next write-ahead replaces the batch; the
+// last one is deleted when the conversation detaches or the receiver stops.
+// After a crash, a batch still present may or may not have left, and is
+// sent again byte for byte, a legal redelivery either way.
 type journal struct {
 	client storage.Client
 	prefix string
@@ -177,7 +178,7 @@ func written(ops []*storage.Operation) int {
 	return n
 }
 
-// done marks a conversation's pending batch as taken by the pipeline.
+// done deletes a conversation's pending batch, which the pipeline took.
 func (j *journal) done(ctx context.Context, id string) error {
 	if err := j.client.Delete(ctx, j.batchKey(id)); err != nil {
 		return fmt.Errorf("storage: delete %s: %w", j.batchKey(id), err)

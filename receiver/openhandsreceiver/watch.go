@@ -149,6 +149,7 @@ func (w *serverWatch) restore(ctx context.Context) {
 			w.tel.batchesResent.Add(ctx, 1)
 			c.mu.Lock()
 			c.handOnLocked(ctx, *s.pending)
+			c.markDoneLocked(ctx)
 			c.mu.Unlock()
 		}
 		if !w.shard.owns(s.id) {
