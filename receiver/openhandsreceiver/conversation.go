@@ -289,6 +289,14 @@ func (c *conversation) replayHistory(ctx context.Context) error {
 	})
 }
 
+// predates reports whether vendor timestamp ts is strictly older than
+// newest; unreadable timestamps predate nothing.
+func predates(ts, newest string) bool {
+	t, err1 := time.Parse(vendorTimeLayout, ts)
+	n, err2 := time.Parse(vendorTimeLayout, newest)
+	return err1 == nil && err2 == nil && t.Before(n)
+}
+
 // resumeFrom is the timestamp__gte of a reconnect's history page.
 func resumeFrom(ts string) string {
 	if ts == "" {
@@ -415,7 +423,10 @@ func (c *conversation) handleEvent(ctx context.Context, raw []byte, persisted, c
 		}
 	}
 	var out []*aep.Event
-	if connectSnapshot {
+	if connectSnapshot || predates(ev.Timestamp(), c.resumeTS) && ev.Transient() {
+		// A snapshot older than a persisted event already mapped (one that
+		// waited in the socket buffer while the legacy history was paged)
+		// must not move the status back: it is mapped as stale.
 		out = c.mapper.MapConnectSnapshot(ev, now)
 	} else {
 		out = c.mapper.Map(ev, now)

@@ -843,3 +843,37 @@ func TestRefusedSocketsBackOff(t *testing.T) {
 		h.validate()
 	})
 }
+
+// TestSnapshotBufferedDuringHistoryIsStale: on the legacy socket a run ends
+// and the next one starts while the receiver pages the history, so the
+// run's end-of-run full_state waits in the socket buffer behind history
+// that already started the next run. Drained afterwards it must not move
+// the status back: no premature terminal, no extra run.
+func TestSnapshotBufferedDuringHistoryIsStale(t *testing.T) {
+	stub := startStub(t)
+	conv := newConversation(t, stub)
+	h := startHarness(t, fastConfig(socketEvents, stub))
+	h.waitLive(conv, 1)
+	mustStatus(t, conv, oh.StatusRunning)
+	h.waitTypes(conv.ID(), "run.started", "state.delta")
+
+	var once sync.Once
+	stub.OnEventSearch(func(string) {
+		once.Do(func() {
+			require.NoError(t, conv.FinishRun(oh.StatusFinished)) // persisted status, then a live full_state
+			mustStatus(t, conv, oh.StatusRunning)
+		})
+	})
+	conv.DropSockets()
+	h.waitLive(conv, 2)
+	stub.OnEventSearch(nil)
+	mustStatus(t, conv, oh.StatusWaitingForConfirmation)
+	mustStatus(t, conv, oh.StatusRunning)
+	require.NoError(t, conv.FinishRun(oh.StatusFinished))
+
+	got := h.waitTypes(conv.ID(), "state.delta", "run.finished", "state.snapshot")
+	assert.Equal(t, 2, count(got, "run.started"), "%v", types(got))
+	assert.Equal(t, 2, count(got, "run.finished"))
+	assert.Equal(t, "run:"+conv.ID()+":2", last(got, "run.finished").Run)
+	h.validate()
+}
