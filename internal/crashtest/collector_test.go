@@ -37,8 +37,9 @@ func collectorBinary(t *testing.T) string {
 // collectorConfig is the collector under test: storage on the receiver,
 // no in-memory batch processor (what it holds
 // would die with the process), short timings so faults heal quickly, and
-// retries that never give up. queue is the exporter's sending_queue.
-func collectorConfig(storageDir, agentServer, relay, queue string) string {
+// retries that never give up. socket is the receiver's servers[].socket,
+// queue the exporter's sending_queue.
+func collectorConfig(storageDir, agentServer, socket, relay, queue string) string {
 	return fmt.Sprintf(`
 extensions:
   file_storage:
@@ -49,6 +50,7 @@ receivers:
     servers:
       - endpoint: %s
         session_api_key: %s
+        socket: %s
         name: stub
     poll_interval: 100ms
     storage: file_storage
@@ -82,7 +84,7 @@ service:
     logs:
       receivers: [openhands]
       exporters: [aeprelay]
-`, storageDir, agentServer, stubKey, relay, relayToken, queue)
+`, storageDir, agentServer, stubKey, socket, relay, relayToken, queue)
 }
 
 // collector is one run of the built collector as a child process; its

@@ -27,9 +27,9 @@ const (
 	kills = 6
 	// conversations stream in parallel, runsEach runs of toolsPerRun tool
 	// calls each, one vendor event per pace.
-	conversations = 4
-	runsEach      = 12
-	toolsPerRun   = 8
+	conversations = 3
+	runsEach      = 10
+	toolsPerRun   = 6
 	pace          = 10 * time.Millisecond
 
 	// deliveredWithin bounds the wait for everything to reach the relay.
@@ -44,19 +44,20 @@ const (
 // (source, epoch, seq) position names two events, each session's positions
 // are gap free, every run has exactly one terminal, and the stream checker
 // found nothing, or, with a persistent exporter queue, nothing but
-// backfills (see exporterQueues).
+// backfills (see setups).
 func TestKill9(t *testing.T) {
 	bin := collectorBinary(t)
-	for _, q := range exporterQueues {
-		t.Run(q.name, func(t *testing.T) { killAndRestart(t, bin, q) })
+	for _, s := range setups {
+		t.Run(s.name, func(t *testing.T) { killAndRestart(t, bin, s) })
 	}
 }
 
-// exporterQueue is one way of running the exporter beside the receiver's
-// storage.
-type exporterQueue struct {
-	name string
-	yaml string // the exporter's sending_queue
+// setup is one way of running the receiver and the exporter beside the
+// receiver's storage.
+type setup struct {
+	name   string
+	socket string // the receiver's servers[].socket
+	queue  string // the exporter's sending_queue
 	// backfills: the queue may deliver a position after later ones of its
 	// session. A persistent queue moves the request it was sending when
 	// killed to the back of the queue on restart, behind later requests of
@@ -66,17 +67,25 @@ type exporterQueue struct {
 	backfills bool
 }
 
-var exporterQueues = []exporterQueue{
-	{name: "persistent_queue", yaml: `
+const (
+	persistentQueue = `
       storage: file_storage
-      queue_size: 100000`, backfills: true},
-	// No queue: the receiver's ConsumeLogs returns once the relay confirmed
+      queue_size: 100000`
+	// noQueue: the receiver's ConsumeLogs returns once the relay confirmed
 	// the batch, so its write-ahead batch covers the crash and order holds.
-	{name: "no_queue", yaml: `
-      enabled: false`},
+	noQueue = `
+      enabled: false`
+)
+
+var setups = []setup{
+	{name: "session_socket/persistent_queue", socket: "session", queue: persistentQueue, backfills: true},
+	{name: "session_socket/no_queue", socket: "session", queue: noQueue},
+	// The legacy socket resumes from a timestamp with an overlap, which
+	// the stored window of recent ids must absorb.
+	{name: "events_socket/no_queue", socket: "events", queue: noQueue},
 }
 
-func killAndRestart(t *testing.T, bin string, queue exporterQueue) {
+func killAndRestart(t *testing.T, bin string, setup setup) {
 	dir := t.TempDir()
 	storageDir := filepath.Join(dir, "storage")
 	if err := os.Mkdir(storageDir, 0o700); err != nil {
@@ -85,7 +94,7 @@ func killAndRestart(t *testing.T, bin string, queue exporterQueue) {
 	stub := oh.Start(t, oh.Config{SessionAPIKeys: []string{stubKey}})
 	relay := aeprelaytest.Start(t, aeprelaytest.Config{Token: relayToken, DrainTimeout: time.Second})
 	config := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(config, []byte(collectorConfig(storageDir, stub.URL(), relay.URL(), queue.yaml)), 0o600); err != nil {
+	if err := os.WriteFile(config, []byte(collectorConfig(storageDir, stub.URL(), setup.socket, relay.URL(), setup.queue)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(dir, "collector.log")
@@ -122,7 +131,7 @@ func killAndRestart(t *testing.T, bin string, queue exporterQueue) {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	done := playAll(convs, func(c *oh.Conversation) error { return playRuns(c, 0, runsEach) })
 	for i := range kills {
-		time.Sleep(time.Duration(150+rng.IntN(600)) * time.Millisecond)
+		time.Sleep(time.Duration(150+rng.IntN(450)) * time.Millisecond)
 		restart()
 		t.Logf("kill -9 #%d: %d vendor events produced, %d AEP events at the relay", i+1, produced(convs), len(relay.Events()))
 	}
@@ -161,7 +170,7 @@ func killAndRestart(t *testing.T, bin string, queue exporterQueue) {
 	settle(relay)
 	col.stop()
 
-	verify(t, relay, convs, runsEach+2+1, queue.backfills)
+	verify(t, relay, convs, runsEach+2+1, setup.backfills)
 }
 
 // playAll runs play on every conversation in parallel and reports the
