@@ -117,12 +117,13 @@ func (w *serverWatch) endSession(ctx context.Context, c *conversation) {
 }
 
 // restore brings back, before the first poll, the conversations of this
-// server the storage holds: each batch that may not have left is sent
+// server the storage holds. Each batch that may not have left is sent
 // again first (even for a conversation resharded away: it belongs to this
-// replica's session), then, for this shard, ended sessions are remembered as ended, and the
-// others wait, unattached, for the first poll to attach or end them. A
-// conversation whose state cannot be read is logged and starts fresh when
-// search lists it, in a new generation (as without storage).
+// replica's session). Then, within this shard, ended sessions are
+// remembered as ended and the others wait, unattached, for the first poll
+// to attach or end them. A conversation whose state cannot be read is
+// logged and starts fresh when search lists it, in a new generation (as
+// without storage).
 func (w *serverWatch) restore(ctx context.Context) {
 	if w.journal == nil {
 		return
