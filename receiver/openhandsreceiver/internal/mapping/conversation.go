@@ -190,6 +190,13 @@ func (c *Conversation) applyStatus(e *emission, o origin, next string, emitState
 	for _, m := range moments[opening:] {
 		c.apply(e, o, m)
 	}
+	// A run the table leaves open at a status that ends runs (waiting →
+	// idle after a rejected confirmation, paused → idle, a future status →
+	// finished) would never get a terminal: close it as running → idle
+	// closes, after the attention the table resolved.
+	if c.run != "" && closesRuns(next) {
+		c.apply(e, o, Moment{Type: typeRunFinished, Data: map[string]any{"reason": StatusIdle}})
+	}
 	c.status = &next
 }
 
@@ -205,8 +212,8 @@ func hasMoment(moments []Moment, typ string) bool {
 // apply turns one moment into events. It is the only place run boundaries,
 // the attention loop and the session end are decided, and it keeps the
 // lifecycle invariants whatever the table says: a run.started opens a new
-// run (a run left open by a non-closing transition, such as waiting → idle,
-// stays without a terminal, which is legal); a terminal needs an open run,
+// run (applyStatus closes a run the table leaves open at idle, finished,
+// error or stuck, so none is left behind); a terminal needs an open run,
 // so no run ever gets two; attention is requested at most once at a time
 // and resolved only while pending; the session ends once.
 func (c *Conversation) apply(e *emission, o origin, m Moment) {

@@ -242,8 +242,9 @@ func TestApprovalLoop(t *testing.T) {
 				"tool.requested",
 				"state.delta", "attention.requested",
 				"x.openhands.user_reject.observation",
-				// waiting → idle only resolves (pinned): run 1 stays without a terminal.
-				"state.delta", "attention.resolved",
+				// waiting → idle only resolves (pinned); the receiver then
+				// closes run 1 as running → idle would.
+				"state.delta", "attention.resolved", "run.finished",
 				"x.openhands.message.event",
 				"run.started", "state.delta",
 				"state.delta", "run.finished",
@@ -279,6 +280,51 @@ func TestApprovalLoop(t *testing.T) {
 			if last := out[len(out)-1]; last.Type == "state.snapshot" {
 				assert.Empty(t, last.Run, "the snapshot after the terminal belongs to no run")
 			}
+		})
+	}
+}
+
+// TestNoRunLeftOpen pins the receiver's rule beside the pinned table: a
+// status with no run under way (idle, finished, error, stuck) reached while
+// a run is open, through a transition the table closes nothing on, ends
+// that run with run.finished {reason: idle}, after the attention the table
+// resolved and the state event, so the next run never starts over an open
+// one.
+func TestNoRunLeftOpen(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		statuses []string
+		want     []string // outputs of the last status
+	}{
+		// The real server after a rejected confirmation: waiting → idle
+		// (the UserRejectObservation follows).
+		{"waiting_to_idle", []string{StatusRunning, StatusWaiting, StatusIdle},
+			[]string{"state.delta", "attention.resolved", "run.finished"}},
+		{"paused_to_idle", []string{StatusRunning, StatusPaused, StatusIdle},
+			[]string{"state.delta", "run.finished"}},
+		{"future_status_to_finished", []string{StatusRunning, "archived", StatusFinished},
+			[]string{"state.delta", "run.finished"}},
+		{"future_status_to_error", []string{StatusRunning, "archived", StatusError},
+			[]string{"state.delta", "run.finished"}},
+		{"future_status_to_stuck", []string{StatusRunning, "archived", StatusStuck},
+			[]string{"state.delta", "run.finished"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newConversation(t, testConfig(aep.CaptureMetadata, false))
+			var out, last []*aep.Event
+			for i, s := range tc.statuses {
+				last = c.Map(stateEvent(t, "s"+string(rune('a'+i)), s), received)
+				out = append(out, last...)
+			}
+			out = append(out, c.Map(stateEvent(t, "sz", StatusRunning), received)...)
+			requireValid(t, out)
+			requireLifecycle(t, out)
+			require.Equal(t, tc.want, types(last))
+			finished := last[len(last)-1]
+			assert.Equal(t, "run:conv-1:1", finished.Run)
+			assert.Equal(t, findType(out, typeRunStarted).ID, finished.Cause)
+			assert.Equal(t, "idle", finished.Data["reason"])
+			assert.Equal(t, "run:conv-1:2", out[len(out)-1].Run, "the next running opens run 2")
 		})
 	}
 }
@@ -349,7 +395,7 @@ func TestEnd(t *testing.T) {
 		{"pending_attention", []string{StatusRunning, StatusWaiting}, []string{"attention.resolved", "run.cancelled", "session.ended"}},
 		{"open_run", []string{StatusRunning}, []string{"run.cancelled", "session.ended"}},
 		{"paused_run", []string{StatusRunning, StatusPaused}, []string{"run.cancelled", "session.ended"}},
-		{"run_left_open_by_waiting_idle", []string{StatusRunning, StatusWaiting, StatusIdle}, []string{"run.cancelled", "session.ended"}},
+		{"run_closed_by_waiting_idle", []string{StatusRunning, StatusWaiting, StatusIdle}, []string{"session.ended"}},
 		{"closed_run", []string{StatusRunning, StatusFinished}, []string{"session.ended"}},
 		{"no_status_yet", nil, []string{"session.ended"}},
 	} {
@@ -404,7 +450,7 @@ func TestRunGuards(t *testing.T) {
 		{"first_seen_finished", []string{StatusFinished}, []string{"state.delta"}},
 		{"waiting_idle_then_running", []string{StatusRunning, StatusWaiting, StatusIdle, StatusRunning},
 			[]string{"run.started", "state.delta", "state.delta", "attention.requested",
-				"state.delta", "attention.resolved", "run.started", "state.delta"}},
+				"state.delta", "attention.resolved", "run.finished", "run.started", "state.delta"}},
 		{"future_status_keeps_the_run", []string{StatusRunning, "archived", StatusRunning, StatusFinished},
 			[]string{"run.started", "state.delta", "state.delta", "state.delta", "state.delta", "run.finished"}},
 	} {

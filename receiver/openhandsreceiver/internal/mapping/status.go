@@ -12,6 +12,12 @@ const (
 	StatusDeleting = "deleting"
 )
 
+// closesRuns reports whether status s has no run under way: idle, finished,
+// error and stuck (the table's "closed" statuses, with no status yet).
+func closesRuns(s string) bool {
+	return s == StatusIdle || s == StatusFinished || s == StatusError || s == StatusStuck
+}
+
 // AEP types the status plane synthesizes.
 const (
 	typeRunStarted         = "run.started"
@@ -84,7 +90,7 @@ func StatusMoments(prev *string, next string) []Moment {
 		}
 		out = append(out, Moment{Type: typeAttentionResolved, Data: map[string]any{"resolution": resolution}})
 	}
-	closed := prev == nil || from == StatusIdle || from == StatusFinished || from == StatusError || from == StatusStuck
+	closed := prev == nil || closesRuns(from)
 	open := from == StatusRunning || from == StatusPaused || from == StatusWaiting
 	switch next {
 	case StatusRunning:
