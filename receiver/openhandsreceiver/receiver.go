@@ -143,6 +143,16 @@ func (r *openhandsReceiver) newAgentServer(ctx context.Context, host component.H
 	if err != nil {
 		return nil, fmt.Errorf("tls: %w", err)
 	}
+	// proxy_url reaches the socket as it reaches REST; without it both
+	// follow the environment (HTTP_PROXY, NO_PROXY).
+	proxy := http.ProxyFromEnvironment
+	if sc.ProxyURL != "" {
+		u, err := url.Parse(sc.ProxyURL)
+		if err != nil {
+			return nil, fmt.Errorf("proxy_url: %w", err)
+		}
+		proxy = http.ProxyURL(u)
+	}
 	name := sc.Name
 	if name == "" {
 		name = base.Host
@@ -154,7 +164,7 @@ func (r *openhandsReceiver) newAgentServer(ctx context.Context, host component.H
 		key:      sc.SessionAPIKey,
 		client:   client,
 		dialer: &websocket.Dialer{
-			Proxy:            http.ProxyFromEnvironment,
+			Proxy:            proxy,
 			HandshakeTimeout: handshakeTimeout(sc.Timeout),
 			TLSClientConfig:  tlsConfig,
 		},
