@@ -8,7 +8,13 @@ DIST_DIR    := $(CURDIR)/build/otelcol-openhands
 BIN         := $(CURDIR)/bin/otelcol-openhands
 GOTEST      := $(GO) test -race -count=1
 
-.PHONY: all build test unit-test lint bench demo clean
+# The real agent server `make live-test` runs: pinned here, installed once
+# into a virtualenv outside the repository and reused while it matches.
+OH_SERVER_VERSION := 1.58.2
+OH_VENV     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/otelcol-openhands/venv-$(OH_SERVER_VERSION)
+LIVE_TEST   := OH_PYTHON=$(OH_VENV)/bin/python OTELCOL_BIN=$(BIN) $(GOTEST) -tags live -timeout 15m -run '^TestLive$$' -v ./internal/livetest/
+
+.PHONY: all build test unit-test lint bench demo clean venv live-test record
 
 all: lint test
 
@@ -42,6 +48,20 @@ lint: $(STATICCHECK)
 # it: simulated agent server -> collector -> local AEP relay, on loopback.
 demo: build
 	$(GO) run ./internal/demo -collector $(BIN) -config testdata/demo-config.yaml
+
+venv:
+	@.ci/agent-server-venv $(OH_VENV) $(OH_SERVER_VERSION)
+
+# live-test runs the built collector, in every socket mode, against the real
+# openhands-agent-server driven by a scripted fake LLM.
+live-test: build venv
+	$(LIVE_TEST)
+
+# record regenerates testdata/recorded/ from a live run: what the agent
+# server sent each receiver, and the AEP stream it emitted. make test
+# replays them.
+record: build venv
+	LIVE_RECORD=$(CURDIR)/testdata/recorded $(LIVE_TEST)
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...

@@ -1,0 +1,175 @@
+//go:build live
+
+package livetest
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+)
+
+// collectorConfig renders one collector: a receiver, a relay exporter and a
+// pipeline per capture level, all pipelines also into one OTLP sink.
+func collectorConfig(mode string, fronts, relays map[aep.Capture]string, sink string) string {
+	var rcv, exp, pipes strings.Builder
+	for _, level := range Levels {
+		fmt.Fprintf(&rcv, "  openhands/%s:\n%s", level, Indent(ReceiverYAML(mode, level, fronts[level]), 4))
+		fmt.Fprintf(&exp, "  aeprelay/%s:\n    endpoint: %s\n    token: %s\n    instance: live/%s\n",
+			level, relays[level], relayToken, Label(mode, level))
+		fmt.Fprintf(&pipes, "    logs/%s:\n      receivers: [openhands/%s]\n      processors: [batch]\n      exporters: [aeprelay/%s, otlp_http]\n",
+			level, level, level)
+	}
+	return fmt.Sprintf(`receivers:
+%sprocessors:
+  batch:
+    timeout: 50ms
+exporters:
+%s  otlp_http:
+    endpoint: %s
+    compression: none
+service:
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+%s`, rcv.String(), exp.String(), sink, pipes.String())
+}
+
+const relayToken = "live-relay-token"
+
+// collectorProcess is the built distribution, a child process.
+type collectorProcess struct {
+	cmd    *exec.Cmd
+	log    string
+	exited chan struct{}
+}
+
+func startCollectorProcess(tb testing.TB, bin, config string) *collectorProcess {
+	tb.Helper()
+	dir := tb.TempDir()
+	cfgPath := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "collector.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--config", cfgPath)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		tb.Fatalf("start collector %s: %v", bin, err)
+	}
+	p := &collectorProcess{cmd: cmd, log: logPath, exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(p.exited)
+	}()
+	tb.Cleanup(func() { p.stop(tb) })
+	return p
+}
+
+// stop asks for a graceful shutdown and kills after 20 s.
+func (p *collectorProcess) stop(tb testing.TB) {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(20 * time.Second):
+		tb.Errorf("collector ignored SIGTERM for 20s; killing it")
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.exited
+	}
+}
+
+func (p *collectorProcess) running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func (p *collectorProcess) logText() string {
+	raw, _ := os.ReadFile(p.log)
+	return string(raw)
+}
+
+// otlpSink keeps the AEP events of every OTLP/HTTP logs export, by the
+// openhands.server.name of their resource (the receiver's label).
+type otlpSink struct {
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	byServer map[string][]*aep.Event
+	errs     []string
+}
+
+func startOTLPSink(tb testing.TB) *otlpSink {
+	s := &otlpSink{byServer: map[string][]*aep.Event{}}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	tb.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *otlpSink) serve(w http.ResponseWriter, r *http.Request) {
+	raw, err := io.ReadAll(r.Body)
+	req := plogotlp.NewExportRequest()
+	if err == nil {
+		err = req.UnmarshalProto(raw)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.errs = append(s.errs, err.Error())
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	for _, rl := range req.Logs().ResourceLogs().All() {
+		name, _ := rl.Resource().Attributes().Get("openhands.server.name")
+		for _, sl := range rl.ScopeLogs().All() {
+			for _, lr := range sl.LogRecords().All() {
+				ev, err := projection.FromLogRecord(lr, rl.Resource())
+				if err != nil {
+					s.errs = append(s.errs, err.Error())
+					continue
+				}
+				s.byServer[name.Str()] = append(s.byServer[name.Str()], ev)
+			}
+		}
+	}
+	out, _ := plogotlp.NewExportResponse().MarshalProto()
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	_, _ = w.Write(out)
+}
+
+func (s *otlpSink) events(label string) []*aep.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*aep.Event(nil), s.byServer[label]...)
+}
+
+func (s *otlpSink) errors() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.errs...)
+}

@@ -1,0 +1,17 @@
+// Package livetest proves the collector against the real
+// openhands-agent-server and keeps the stub honest with what it recorded.
+//
+// The live test (live_test.go, build tag `live`, run by `make live-test`)
+// starts the agent server from the pinned virtualenv, a scripted fake LLM
+// (internal/fakellm), AEP relays and OTLP sinks, and runs the built
+// collector binary in every socket mode. Each receiver reaches the server
+// through its own Front, a forward HTTP proxy (the receiver's proxy_url)
+// that relays to the server and records every REST exchange and socket
+// frame it carries: the only-auth-frames and GET-only assertions read it,
+// and `make record` saves it under testdata/recorded/ with the AEP stream
+// the receiver emitted.
+//
+// The replay test (replay_test.go, part of `make test`, no Python) serves
+// each recording through a Front again, verbatim, to the receiver at the
+// same capture level, and requires the AEP stream it emitted live.
+package livetest

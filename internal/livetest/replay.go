@@ -1,0 +1,249 @@
+package livetest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Replayer is the replay Front's handler: it answers as the agent server
+// answered in a Transcript. REST answers are served by exact path and
+// query, the n-th request of a kind getting the n-th recorded answer (the
+// last one repeating); the n-th socket of a conversation gets the n-th
+// recorded socket's server frames, verbatim and in order, then the close
+// the server sent, if it sent one. Conversation search lists every
+// conversation the recording saw with its last recorded info; one the
+// recording saw deleted leaves the list once the receiver has consumed its
+// recorded sockets and come back for another, which it is refused (4004)
+// as the real server refuses an unknown id.
+type Replayer struct {
+	t        *Transcript
+	upgrader websocket.Upgrader
+
+	mu       sync.Mutex
+	served   map[string]int // REST answers served per method+path+query
+	opened   map[string]int // sockets served per conversation
+	refused  map[string]bool
+	problems []string
+	conns    map[*websocket.Conn]struct{}
+
+	infos   []json.RawMessage // last recorded info per conversation, first-seen order
+	ids     []string
+	deleted map[string]bool
+}
+
+// NewReplayer serves t.
+func NewReplayer(t *Transcript) *Replayer {
+	r := &Replayer{
+		t: t, served: map[string]int{}, opened: map[string]int{}, refused: map[string]bool{},
+		conns: map[*websocket.Conn]struct{}{}, deleted: map[string]bool{},
+	}
+	r.indexConversations()
+	return r
+}
+
+// indexConversations takes each conversation's last info from the
+// recorded searches, and marks deleted the ones the last search lacks.
+func (r *Replayer) indexConversations() {
+	pos := map[string]int{}
+	var last map[string]bool
+	for _, ex := range r.t.REST {
+		if ex.Path != "/api/conversations/search" || ex.Status != http.StatusOK {
+			continue
+		}
+		var page struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		if json.Unmarshal(ex.Body, &page) != nil {
+			continue
+		}
+		last = map[string]bool{}
+		for _, item := range page.Items {
+			var info struct {
+				ID string `json:"id"`
+			}
+			_ = json.Unmarshal(item, &info)
+			last[info.ID] = true
+			if i, ok := pos[info.ID]; ok {
+				r.infos[i] = item
+				continue
+			}
+			pos[info.ID] = len(r.infos)
+			r.infos = append(r.infos, item)
+			r.ids = append(r.ids, info.ID)
+		}
+	}
+	for _, id := range r.ids {
+		r.deleted[id] = !last[id]
+	}
+}
+
+// Problems lists every request the recording had no answer for.
+func (r *Replayer) Problems() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.problems...)
+}
+
+// Drained reports whether every recorded socket has been served.
+func (r *Replayer) Drained() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	want := map[string]int{}
+	for _, s := range r.t.Sockets {
+		want[Conversation(s.Path)]++
+	}
+	for id, n := range want {
+		if r.opened[id] < n {
+			return false
+		}
+	}
+	return true
+}
+
+// Close drops every socket.
+func (r *Replayer) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for c := range r.conns {
+		c.Close()
+	}
+}
+
+func (r *Replayer) problem(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.problems = append(r.problems, fmt.Sprintf(format, args...))
+}
+
+func (r *Replayer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	switch {
+	case websocket.IsWebSocketUpgrade(req):
+		r.serveSocket(w, req)
+	case req.Method == http.MethodGet && req.URL.Path == "/api/conversations/search":
+		r.serveSearch(w)
+	default:
+		r.serveRecorded(w, req)
+	}
+}
+
+func (r *Replayer) serveSearch(w http.ResponseWriter) {
+	r.mu.Lock()
+	items := []json.RawMessage{}
+	for i, id := range r.ids {
+		if !r.refused[id] {
+			items = append(items, r.infos[i])
+		}
+	}
+	r.mu.Unlock()
+	writeJSON(w, map[string]any{"items": items, "next_page_id": nil})
+}
+
+func (r *Replayer) serveRecorded(w http.ResponseWriter, req *http.Request) {
+	key := req.Method + " " + req.URL.Path + "?" + req.URL.RawQuery
+	var answers []Exchange
+	for _, ex := range r.t.REST {
+		if ex.Method == req.Method && ex.Path == req.URL.Path && ex.Query == req.URL.RawQuery && ex.Status != http.StatusBadGateway {
+			answers = append(answers, ex)
+		}
+	}
+	if len(answers) == 0 {
+		r.problem("no recorded answer for %s", key)
+		http.Error(w, "not in the recording: "+key, http.StatusNotImplemented)
+		return
+	}
+	r.mu.Lock()
+	n := r.served[key]
+	r.served[key]++
+	r.mu.Unlock()
+	ex := answers[min(n, len(answers)-1)]
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(ex.Status)
+	_, _ = w.Write(ex.Body)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// serveSocket plays the conversation's next recorded socket.
+func (r *Replayer) serveSocket(w http.ResponseWriter, req *http.Request) {
+	id := Conversation(req.URL.Path)
+	r.mu.Lock()
+	n := r.opened[id]
+	var rec *Socket
+	for i := range r.t.Sockets {
+		if Conversation(r.t.Sockets[i].Path) != id {
+			continue
+		}
+		if n == 0 {
+			rec = &r.t.Sockets[i]
+			break
+		}
+		n--
+	}
+	r.opened[id]++
+	nth := r.opened[id]
+	r.mu.Unlock()
+	if rec != nil && (rec.Path != req.URL.Path || rec.Query != req.URL.RawQuery) {
+		r.problem("socket %s?%s where the recording has %s?%s", req.URL.Path, req.URL.RawQuery, rec.Path, rec.Query)
+	}
+	conn, err := r.upgrader.Upgrade(w, req, nil)
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	r.conns[conn] = struct{}{}
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.conns, conn)
+		r.mu.Unlock()
+		conn.Close()
+	}()
+	// The first-message auth frame comes before anything is sent.
+	if _, _, err := conn.ReadMessage(); err != nil {
+		return
+	}
+	left := make(chan struct{})
+	go func() {
+		defer close(left)
+		for {
+			if _, _, err := conn.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	closeWith := func(c Close) {
+		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.Code, c.Text), time.Now().Add(time.Second))
+	}
+	if rec == nil {
+		r.mu.Lock()
+		gone := r.deleted[id]
+		r.refused[id] = r.refused[id] || gone
+		r.mu.Unlock()
+		if gone {
+			closeWith(Close{Code: 4004, Text: "Conversation not found"})
+			return
+		}
+		r.problem("socket %d of %s is not in the recording", nth, id)
+		return
+	}
+	for _, f := range rec.FromServer {
+		if conn.WriteMessage(websocket.TextMessage, f) != nil {
+			return
+		}
+	}
+	if rec.Close != nil {
+		closeWith(*rec.Close)
+		return
+	}
+	// The recorded socket stayed open: so does this one, until the
+	// receiver leaves.
+	<-left
+}

@@ -1,0 +1,140 @@
+package livetest
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
+)
+
+// recordings is where make record writes.
+const recordings = "../../testdata/recorded"
+
+// TestReplayRecordings serves every recording of the real agent server to
+// the receiver at the same socket mode and capture level, and requires the
+// AEP stream the receiver emitted live: a drift between the receiver and
+// the server, or between the stub's idea of the server and the recording,
+// fails here, without Python.
+func TestReplayRecordings(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join(recordings, "*", "transcript.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, dirs, "no recordings under %s (make record)", recordings)
+	for _, path := range dirs {
+		dir := filepath.Dir(path)
+		label := filepath.Base(dir)
+		mode, level, ok := strings.Cut(label, "-")
+		require.True(t, ok, "recording %s is not named mode-level", label)
+		t.Run(label, func(t *testing.T) {
+			t.Parallel()
+			replay(t, dir, mode, aep.Capture(level))
+		})
+	}
+}
+
+func replay(t *testing.T, dir, mode string, level aep.Capture) {
+	tr, err := LoadTranscript(filepath.Join(dir, "transcript.json"))
+	require.NoError(t, err)
+	want, err := LoadStream(filepath.Join(dir, "aep.jsonl"))
+	require.NoError(t, err)
+	wantBySession := bySession(t, want)
+
+	replayer := NewReplayer(tr)
+	front, err := StartFront(replayer)
+	require.NoError(t, err)
+	t.Cleanup(front.Close)
+	t.Cleanup(replayer.Close)
+
+	sink := new(consumertest.LogsSink)
+	startReceiver(t, ReceiverYAML(mode, level, front.ProxyURL()), sink)
+
+	var got map[string][]string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got = bySession(t, emitted(t, sink))
+		if replayer.Drained() && caughtUp(got, wantBySession) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	assert.Empty(t, replayer.Problems(), "requests the recording has no answer for")
+	for session, w := range wantBySession {
+		assert.Equal(t, w, got[session], "session %s", session)
+	}
+	assert.Len(t, got, len(wantBySession), "sessions")
+}
+
+// caughtUp reports whether every session has emitted as many events as
+// expected.
+func caughtUp(got, want map[string][]string) bool {
+	for s, w := range want {
+		if len(got[s]) < len(w) {
+			return false
+		}
+	}
+	return true
+}
+
+// bySession groups normalized events by their session, in order.
+func bySession(t *testing.T, lines []string) map[string][]string {
+	out := map[string][]string{}
+	for _, line := range lines {
+		var ev struct {
+			Session string `json:"session"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &ev))
+		out[ev.Session] = append(out[ev.Session], line)
+	}
+	return out
+}
+
+// emitted is the receiver's output so far, normalized.
+func emitted(t *testing.T, sink *consumertest.LogsSink) []string {
+	var out []string
+	for _, logs := range sink.AllLogs() {
+		for _, rl := range logs.ResourceLogs().All() {
+			for _, sl := range rl.ScopeLogs().All() {
+				for _, lr := range sl.LogRecords().All() {
+					ev, err := projection.FromLogRecord(lr, rl.Resource())
+					require.NoError(t, err)
+					raw, err := Normalize(ev)
+					require.NoError(t, err)
+					out = append(out, string(raw))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// startReceiver runs the openhands receiver with the live test's YAML.
+func startReceiver(t *testing.T, config string, sink *consumertest.LogsSink) {
+	retrieved, err := confmap.NewRetrievedFromYAML([]byte(config))
+	require.NoError(t, err)
+	conf, err := retrieved.AsConf()
+	require.NoError(t, err)
+	f := openhandsreceiver.NewFactory()
+	cfg := f.CreateDefaultConfig()
+	require.NoError(t, conf.Unmarshal(cfg))
+	set := receivertest.NewNopSettings(f.Type())
+	set.Logger = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	r, err := f.CreateLogs(context.Background(), set, cfg, sink)
+	require.NoError(t, err)
+	require.NoError(t, r.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, r.Shutdown(context.Background())) })
+}
+
