@@ -1,8 +1,11 @@
 package livetest
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,17 +61,30 @@ func Indent(s string, n int) string {
 
 // Normalize is an emitted event as the recordings keep it: without the
 // fields that legitimately differ between two runs over the same input,
-// the receive time and the epoch (the receiver's start second).
+// the receive time and the epoch (the receiver's start second), and
+// without the time part of a streaming delta's id: a /sockets/session
+// delta frame carries no timestamp, so its id takes the receive time (the
+// id's 10-character ULID time prefix); the rest of the id is the hash of
+// its vendor identity and stays exact.
 func Normalize(ev *aep.Event) (json.RawMessage, error) {
 	c := ev.Clone()
 	c.Time = ""
 	c.Epoch = nil
+	if c.Type == deltaType && len(c.ID) == ulidLength {
+		c.ID = strings.Repeat("*", ulidTimeLength) + c.ID[ulidTimeLength:]
+	}
 	return json.Marshal(c)
 }
 
-// SaveStream writes events, normalized, one a line.
+const (
+	deltaType      = "x.openhands.streaming.delta"
+	ulidLength     = 26
+	ulidTimeLength = 10
+)
+
+// SaveStream writes events, normalized, one a line, gzipped.
 func SaveStream(path string, events []*aep.Event) error {
-	var b strings.Builder
+	var b bytes.Buffer
 	for _, ev := range events {
 		raw, err := Normalize(ev)
 		if err != nil {
@@ -77,17 +93,48 @@ func SaveStream(path string, events []*aep.Event) error {
 		b.Write(raw)
 		b.WriteByte('\n')
 	}
+	return writeGzip(path, b.Bytes())
+}
+
+// writeGzip writes raw to path, gzipped.
+func writeGzip(path string, raw []byte) error {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	if _, err := zw.Write(raw); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(path, []byte(b.String()), 0o644)
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
 // LoadStream reads what SaveStream wrote, one normalized event a line.
 func LoadStream(path string) ([]string, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := readGzip(path)
 	if err != nil {
 		return nil, err
 	}
 	return strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n"), nil
+}
+
+// readGzip reads a gzipped file whole.
+func readGzip(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return raw, nil
 }

@@ -636,12 +636,12 @@ func (l *live) record(dir string) {
 		}
 		sub := filepath.Join(dir, r.label())
 		require.NoError(t, os.MkdirAll(sub, 0o755))
-		require.NoError(t, r.rec.Transcript().Save(filepath.Join(sub, "transcript.json")))
+		require.NoError(t, r.rec.Transcript().Save(filepath.Join(sub, "transcript.json.gz")))
 		var evs []*aep.Event
 		for _, rec := range r.relay.Events() {
 			evs = append(evs, rec.Event)
 		}
-		require.NoError(t, SaveStream(filepath.Join(sub, "aep.jsonl"), evs))
+		require.NoError(t, SaveStream(filepath.Join(sub, "aep.jsonl.gz"), evs))
 	}
 	var b strings.Builder
 	for id, name := range l.names {

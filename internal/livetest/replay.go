@@ -31,55 +31,24 @@ type Replayer struct {
 	problems []string
 	conns    map[*websocket.Conn]struct{}
 
-	infos   []json.RawMessage // last recorded info per conversation, first-seen order
-	ids     []string
+	ids     []string // of t.Conversations
 	deleted map[string]bool
 }
 
 // NewReplayer serves t.
 func NewReplayer(t *Transcript) *Replayer {
+	t = t.Compact()
 	r := &Replayer{
 		t: t, served: map[string]int{}, opened: map[string]int{}, refused: map[string]bool{},
 		conns: map[*websocket.Conn]struct{}{}, deleted: map[string]bool{},
 	}
-	r.indexConversations()
+	for _, info := range t.Conversations {
+		r.ids = append(r.ids, conversationID(info))
+	}
+	for _, id := range t.Deleted {
+		r.deleted[id] = true
+	}
 	return r
-}
-
-// indexConversations takes each conversation's last info from the
-// recorded searches, and marks deleted the ones the last search lacks.
-func (r *Replayer) indexConversations() {
-	pos := map[string]int{}
-	var last map[string]bool
-	for _, ex := range r.t.REST {
-		if ex.Path != "/api/conversations/search" || ex.Status != http.StatusOK {
-			continue
-		}
-		var page struct {
-			Items []json.RawMessage `json:"items"`
-		}
-		if json.Unmarshal(ex.Body, &page) != nil {
-			continue
-		}
-		last = map[string]bool{}
-		for _, item := range page.Items {
-			var info struct {
-				ID string `json:"id"`
-			}
-			_ = json.Unmarshal(item, &info)
-			last[info.ID] = true
-			if i, ok := pos[info.ID]; ok {
-				r.infos[i] = item
-				continue
-			}
-			pos[info.ID] = len(r.infos)
-			r.infos = append(r.infos, item)
-			r.ids = append(r.ids, info.ID)
-		}
-	}
-	for _, id := range r.ids {
-		r.deleted[id] = !last[id]
-	}
 }
 
 // Problems lists every request the recording had no answer for.
@@ -93,16 +62,24 @@ func (r *Replayer) Problems() []string {
 func (r *Replayer) Drained() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	want := map[string]int{}
 	for _, s := range r.t.Sockets {
-		want[Conversation(s.Path)]++
-	}
-	for id, n := range want {
-		if r.opened[id] < n {
+		id := Conversation(s.Path)
+		if r.opened[id] < r.recordedSockets(id) {
 			return false
 		}
 	}
 	return true
+}
+
+// recordedSockets counts the recorded sockets of conversation id.
+func (r *Replayer) recordedSockets(id string) int {
+	n := 0
+	for _, s := range r.t.Sockets {
+		if Conversation(s.Path) == id {
+			n++
+		}
+	}
+	return n
 }
 
 // Close drops every socket.
@@ -136,7 +113,7 @@ func (r *Replayer) serveSearch(w http.ResponseWriter) {
 	items := []json.RawMessage{}
 	for i, id := range r.ids {
 		if !r.refused[id] {
-			items = append(items, r.infos[i])
+			items = append(items, r.t.Conversations[i])
 		}
 	}
 	r.mu.Unlock()
@@ -150,6 +127,11 @@ func (r *Replayer) serveRecorded(w http.ResponseWriter, req *http.Request) {
 		if ex.Method == req.Method && ex.Path == req.URL.Path && ex.Query == req.URL.RawQuery && ex.Status != http.StatusBadGateway {
 			answers = append(answers, ex)
 		}
+	}
+	if len(answers) == 0 && r.gone(Conversation(req.URL.Path)) {
+		// After the recording: the server no longer knows the id.
+		writeStatus(w, http.StatusNotFound, map[string]any{"detail": "Not Found"})
+		return
 	}
 	if len(answers) == 0 {
 		r.problem("no recorded answer for %s", key)
@@ -166,9 +148,20 @@ func (r *Replayer) serveRecorded(w http.ResponseWriter, req *http.Request) {
 	_, _ = w.Write(ex.Body)
 }
 
-func writeJSON(w http.ResponseWriter, v any) {
+func writeJSON(w http.ResponseWriter, v any) { writeStatus(w, http.StatusOK, v) }
+
+func writeStatus(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// gone reports whether id is a conversation the recording saw deleted and
+// whose recorded sockets have all been served.
+func (r *Replayer) gone(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return id != "" && r.deleted[id] && r.opened[id] >= r.recordedSockets(id)
 }
 
 // serveSocket plays the conversation's next recorded socket.
@@ -241,6 +234,15 @@ func (r *Replayer) serveSocket(w http.ResponseWriter, req *http.Request) {
 	}
 	if rec.Close != nil {
 		closeWith(*rec.Close)
+		return
+	}
+	if r.deleted[id] && nth == r.recordedSockets(id) {
+		// The real server leaves a deleted conversation's socket open. Once
+		// its frames are sent, close it: the receiver reconnects only after
+		// it has processed every one, is refused 4004, and only then does
+		// search stop listing the conversation, so the deletion reaches the
+		// receiver after the frames, as it did live.
+		closeWith(Close{Code: websocket.CloseGoingAway, Text: "replay: recorded frames sent"})
 		return
 	}
 	// The recorded socket stayed open: so does this one, until the

@@ -31,7 +31,7 @@ const recordings = "../../testdata/recorded"
 // the server, or between the stub's idea of the server and the recording,
 // fails here, without Python.
 func TestReplayRecordings(t *testing.T) {
-	dirs, err := filepath.Glob(filepath.Join(recordings, "*", "transcript.json"))
+	dirs, err := filepath.Glob(filepath.Join(recordings, "*", "transcript.json.gz"))
 	require.NoError(t, err)
 	require.NotEmpty(t, dirs, "no recordings under %s (make record)", recordings)
 	for _, path := range dirs {
@@ -47,9 +47,9 @@ func TestReplayRecordings(t *testing.T) {
 }
 
 func replay(t *testing.T, dir, mode string, level aep.Capture) {
-	tr, err := LoadTranscript(filepath.Join(dir, "transcript.json"))
+	tr, err := LoadTranscript(filepath.Join(dir, "transcript.json.gz"))
 	require.NoError(t, err)
-	want, err := LoadStream(filepath.Join(dir, "aep.jsonl"))
+	want, err := LoadStream(filepath.Join(dir, "aep.jsonl.gz"))
 	require.NoError(t, err)
 	wantBySession := bySession(t, want)
 
@@ -137,4 +137,3 @@ func startReceiver(t *testing.T, config string, sink *consumertest.LogsSink) {
 	require.NoError(t, r.Start(context.Background(), componenttest.NewNopHost()))
 	t.Cleanup(func() { require.NoError(t, r.Shutdown(context.Background())) })
 }
-

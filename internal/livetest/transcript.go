@@ -3,15 +3,78 @@ package livetest
 import (
 	"encoding/json"
 	"fmt"
-	"os"
+	"net/http"
+	"slices"
 	"strings"
 )
 
 // Transcript is what crossed one Front: every REST exchange and every
 // socket the receiver opened, in order.
 type Transcript struct {
-	REST    []Exchange `json:"rest"`
-	Sockets []Socket   `json:"sockets"`
+	// Conversations and Deleted fold the receiver's many conversation
+	// searches (see Compact): each conversation's last info, and the ids
+	// the last search no longer listed.
+	Conversations []json.RawMessage `json:"conversations,omitempty"`
+	Deleted       []string          `json:"deleted,omitempty"`
+	REST          []Exchange        `json:"rest"`
+	Sockets       []Socket          `json:"sockets"`
+}
+
+// searchPath is the conversation search the receiver polls.
+const searchPath = "/api/conversations/search"
+
+// Compact returns t with its conversation searches folded into
+// Conversations and Deleted: a poll every few hundred milliseconds would
+// otherwise make most of a recording, and only the last answer about each
+// conversation shapes what the receiver emits.
+func (t *Transcript) Compact() *Transcript {
+	out := &Transcript{Conversations: slices.Clone(t.Conversations), Deleted: slices.Clone(t.Deleted), Sockets: t.Sockets}
+	pos := map[string]int{}
+	for i, info := range out.Conversations {
+		pos[conversationID(info)] = i
+	}
+	var last map[string]bool
+	for _, ex := range t.REST {
+		if ex.Path != searchPath {
+			out.REST = append(out.REST, ex)
+			continue
+		}
+		var page struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		if ex.Status != http.StatusOK || json.Unmarshal(ex.Body, &page) != nil {
+			continue
+		}
+		last = map[string]bool{}
+		for _, info := range page.Items {
+			id := conversationID(info)
+			last[id] = true
+			if i, ok := pos[id]; ok {
+				out.Conversations[i] = info
+				continue
+			}
+			pos[id] = len(out.Conversations)
+			out.Conversations = append(out.Conversations, info)
+		}
+	}
+	if last != nil {
+		out.Deleted = nil
+		for id := range pos {
+			if !last[id] {
+				out.Deleted = append(out.Deleted, id)
+			}
+		}
+		slices.Sort(out.Deleted)
+	}
+	return out
+}
+
+func conversationID(info json.RawMessage) string {
+	var v struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(info, &v)
+	return v.ID
 }
 
 // Exchange is one REST request and the answer it got.
@@ -54,18 +117,19 @@ func Conversation(path string) string {
 	return ""
 }
 
-// Save writes t as JSON.
+// Save writes t, compacted, as gzipped JSON: the frames repeat whole
+// events, and compress tenfold.
 func (t *Transcript) Save(path string) error {
-	raw, err := json.Marshal(t)
+	raw, err := json.Marshal(t.Compact())
 	if err != nil {
 		return fmt.Errorf("encode transcript: %w", err)
 	}
-	return os.WriteFile(path, append(raw, '\n'), 0o644)
+	return writeGzip(path, raw)
 }
 
-// LoadTranscript reads a saved Transcript.
+// LoadTranscript reads a Transcript Save wrote.
 func LoadTranscript(path string) (*Transcript, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := readGzip(path)
 	if err != nil {
 		return nil, err
 	}
