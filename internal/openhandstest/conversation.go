@@ -446,13 +446,25 @@ func (s *Server) respondToConfirmationLocked(c *conversation, accept bool, reaso
 }
 
 func (s *Server) deleteLocked(c *conversation) {
-	s.cancelRunLocked(c)
+	s.closeEventServiceLocked(c)
 	c.deleted = true
 	// The real EventService closes its PubSub: open sockets stay connected
 	// but receive nothing more, and their inbound messages fail.
 	c.subs = make(map[*socketConn]struct{})
 	delete(s.conversations, c.id)
 	s.notifySubsLocked()
+}
+
+// closeEventServiceLocked is EventService.close(), on DELETE and on a
+// graceful shutdown: a run under way is paused first, so the log (and
+// every socket still listening) gets execution_status paused and a
+// PauseEvent, as recorded from the 1.58.2 server; then the run ends.
+func (s *Server) closeEventServiceLocked(c *conversation) {
+	if c.status() == StatusRunning {
+		_, _ = s.setStatusLocked(c, StatusPaused)
+		_, _ = s.appendLocked(c, PauseEvent())
+	}
+	s.cancelRunLocked(c)
 }
 
 // recoverCrashedRunLocked mirrors EventService start-up: a conversation

@@ -35,10 +35,10 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("GET /api/conversations/count", s.handleCountConversations)
 	api.HandleFunc("GET /api/conversations/{conversation_id}", s.withConversation(notFoundBare, s.handleGetConversation))
 	api.HandleFunc("POST /api/conversations", s.handleStartConversation)
-	api.HandleFunc("POST /api/conversations/{conversation_id}/pause", s.withConversation(badRequest, s.control((*Server).pauseLocked)))
-	api.HandleFunc("POST /api/conversations/{conversation_id}/interrupt", s.withConversation(badRequest, s.control((*Server).interruptLocked)))
+	api.HandleFunc("POST /api/conversations/{conversation_id}/pause", s.withConversation(notFoundBare, s.control((*Server).pauseLocked)))
+	api.HandleFunc("POST /api/conversations/{conversation_id}/interrupt", s.withConversation(notFoundBare, s.control((*Server).interruptLocked)))
 	api.HandleFunc("POST /api/conversations/{conversation_id}/run", s.withConversation(notFoundBare, s.handleRun))
-	api.HandleFunc("DELETE /api/conversations/{conversation_id}", s.withConversation(badRequest, s.handleDelete))
+	api.HandleFunc("DELETE /api/conversations/{conversation_id}", s.withConversation(notFoundBare, s.handleDelete))
 	api.HandleFunc("GET /api/conversations/{conversation_id}/events/search", s.withConversation(notFoundNamed, s.handleSearchEvents))
 	api.HandleFunc("GET /api/conversations/{conversation_id}/events/count", s.withConversation(notFoundNamed, s.handleCountEvents))
 	api.HandleFunc("GET /api/conversations/{conversation_id}/events/{event_id}", s.withConversation(notFoundNamed, s.handleGetEvent))
@@ -105,10 +105,6 @@ func notFoundBare(w http.ResponseWriter, _ string) { writeDetail(w, http.StatusN
 
 func notFoundNamed(w http.ResponseWriter, id string) {
 	writeDetail(w, http.StatusNotFound, "Conversation not found: "+id)
-}
-
-func badRequest(w http.ResponseWriter, _ string) {
-	writeDetail(w, http.StatusBadRequest, "Bad Request")
 }
 
 // withConversation parses the UUID path parameter (422 if malformed) and
@@ -309,7 +305,7 @@ func (s *Server) control(op func(*Server, *conversation) error) func(http.Respon
 		err := op(s, c)
 		s.mu.Unlock()
 		if errors.Is(err, ErrConversationDeleted) {
-			badRequest(w, c.id)
+			notFoundBare(w, c.id)
 			return
 		}
 		if err != nil {
@@ -344,7 +340,7 @@ func (s *Server) handleDelete(w http.ResponseWriter, _ *http.Request, c *convers
 	}
 	s.mu.Unlock()
 	if !deleted {
-		badRequest(w, c.id)
+		notFoundBare(w, c.id)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"success": true})

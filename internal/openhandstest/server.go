@@ -193,7 +193,10 @@ func (s *Server) serve(ln net.Listener) {
 
 // stop shuts the listener, drops every socket and ends every run, then waits
 // for all goroutines the server started.
-func (s *Server) stop() {
+// stop stops serving. A graceful stop is the real server's SIGTERM: every
+// run under way is paused (closeEventServiceLocked) and every socket closed
+// with 1012; otherwise (a crash) the sockets just drop.
+func (s *Server) stop(graceful bool) {
 	s.mu.Lock()
 	if s.stopping {
 		s.mu.Unlock()
@@ -201,7 +204,16 @@ func (s *Server) stop() {
 	}
 	s.stopping = true
 	srv, done := s.httpSrv, s.serveDone
+	if graceful {
+		for _, c := range s.conversations {
+			s.closeEventServiceLocked(c)
+		}
+	}
 	for sc := range s.conns {
+		if graceful {
+			sc.out.fail(1012, "Service Restart")
+			continue
+		}
 		sc.abort()
 	}
 	for _, c := range s.conversations {
@@ -231,7 +243,7 @@ func (s *Server) Close() {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	s.stop()
+	s.stop(false)
 }
 
 // Restart stops the server and starts it again on the same address, like a
@@ -240,14 +252,22 @@ func (s *Server) Close() {
 // (full_state snapshots, deltas) is gone. A conversation persisted as
 // running is recovered as the real server does: it becomes `error`, and the
 // first unmatched action gets an AgentErrorEvent.
-func (s *Server) Restart() error {
+func (s *Server) Restart() error { return s.restart(false) }
+
+// RestartGracefully restarts the server as SIGTERM does the 1.58.2 server:
+// a run under way is paused (execution_status paused and a PauseEvent,
+// persisted), every socket is closed with 1012, and the conversations come
+// back as they were left (a paused one stays paused).
+func (s *Server) RestartGracefully() error { return s.restart(true) }
+
+func (s *Server) restart(graceful bool) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return errors.New("restart stub agent server: server is closed")
 	}
 	s.mu.Unlock()
-	s.stop()
+	s.stop(graceful)
 
 	s.mu.Lock()
 	for _, c := range s.conversations {

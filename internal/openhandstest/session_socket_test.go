@@ -215,6 +215,26 @@ func TestRestartKeepsLog(t *testing.T) {
 	assert.Len(t, page["items"], 5)
 }
 
+// TestRestartGracefully pins what 1.58.2 does on SIGTERM (recorded by the
+// live test): the run under way is paused and persisted as such, and every
+// socket is closed with 1012; the conversation comes back paused.
+func TestRestartGracefully(t *testing.T) {
+	s := Start(t, Config{})
+	c := newConversation(t, s, ConversationOptions{})
+	require.NoError(t, c.Run())
+	appendAll(t, c, MessageEvent("user", "hi"), TerminalAction("sleep 100"))
+	conn := mustDial(t, s, EndpointSession, c.ID(), url.Values{"after_seq": {"-1"}})
+	require.NoError(t, c.WaitSockets(ctxWithTimeout(t), 1))
+
+	require.NoError(t, s.RestartGracefully())
+	assert.Equal(t, 1012, expectClose(t, conn).Code)
+	assert.Equal(t, StatusPaused, c.Status())
+	events := c.Events()
+	require.GreaterOrEqual(t, len(events), 2)
+	assert.Equal(t, StatusPaused, events[len(events)-2]["value"])
+	assert.Equal(t, KindPauseEvent, events[len(events)-1].Kind())
+}
+
 func TestOnRunPlaysTheAgent(t *testing.T) {
 	s := Start(t, Config{OnRun: func(ctx context.Context, c *Conversation) {
 		action, err := c.Append(TerminalAction("ls"))
