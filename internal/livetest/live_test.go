@@ -114,20 +114,35 @@ func TestLive(t *testing.T) {
 	})
 
 	// Phase 1: every scripted conversation at once.
-	l.parallel(ctx, map[string]func(context.Context) error{
-		"tools":          l.simple(conversationSpec{script: "tools"}, "finished"),
-		"long":           l.simple(conversationSpec{script: "long"}, "finished"),
-		"confirm_accept": l.confirmed(true),
-		"confirm_reject": l.confirmed(false),
-		"interrupt":      l.interrupted,
-		"stream":         l.simple(conversationSpec{script: "stream", stream: true}, "finished"),
-		"llm_error":      l.simple(conversationSpec{script: "llm_error"}, "error"),
-		"delete":         l.deletedWhileAttached,
+	l.parallel(ctx, []scenario{
+		{conversationSpec{script: "tools"}, []step{awaitStatus("finished")}},
+		{conversationSpec{script: "long"}, []step{awaitStatus("finished")}},
+		{conversationSpec{script: "confirm_accept", confirm: true}, []step{
+			awaitStatus("waiting_for_confirmation"), respond(true), awaitStatus("finished"),
+		}},
+		// The real server goes waiting → idle, then persists the rejection;
+		// the next message opens a new run.
+		{conversationSpec{script: "confirm_reject", confirm: true}, []step{
+			awaitStatus("waiting_for_confirmation"), respond(false), awaitStatus("idle"),
+			awaitEvent("UserRejectObservation", ""), say("Fine, leave the files alone then."), awaitStatus("finished"),
+		}},
+		{conversationSpec{script: "interrupt"}, []step{
+			awaitEvent("ActionEvent", "sleep 30"), post("/interrupt"), awaitStatus("paused"),
+			say("Go on, but skip the sleep."), awaitStatus("finished"),
+		}},
+		{conversationSpec{script: "stream", stream: true}, []step{awaitStatus("finished")}},
+		{conversationSpec{script: "llm_error"}, []step{awaitStatus("error")}},
+		{conversationSpec{script: "delete"}, []step{awaitEvent("ActionEvent", "sleep 30"), deleteConversation}},
 	})
 	t.Logf("phase 1 (8 conversations) took %s", time.Since(started).Round(time.Second))
-	// Phase 2: the agent server restarts in the middle of a run.
+	// Phase 2: the agent server restarts (SIGTERM) in the middle of a run.
 	phase2 := time.Now()
-	require.NoError(t, l.restartedMidRun(ctx))
+	l.parallel(ctx, []scenario{
+		{conversationSpec{script: "restart"}, []step{
+			awaitEvent("ActionEvent", "sleep 6"), restartServer, awaitStatus("paused"),
+			say("You were restarted; please finish."), awaitStatus("finished"),
+		}},
+	})
 	t.Logf("phase 2 (restart mid-run) took %s", time.Since(phase2).Round(time.Second))
 
 	for _, c := range l.cols {
@@ -146,14 +161,28 @@ func tail(s string, n int) string {
 	return s
 }
 
-// parallel runs the scenarios concurrently and fails the test on any error.
-func (l *live) parallel(ctx context.Context, scenarios map[string]func(context.Context) error) {
+// scenario is one scripted conversation: how it is created, then what the
+// test does to it, step by step, after its first message.
+type scenario struct {
+	spec  conversationSpec
+	steps []step
+}
+
+// step is one thing the test does to, or waits for in, a conversation.
+type step func(ctx context.Context, l *live, id string) error
+
+// parallel plays the scenarios concurrently and fails the test on any error.
+func (l *live) parallel(ctx context.Context, scenarios []scenario) {
 	var wg sync.WaitGroup
 	errs := make(chan error, len(scenarios))
-	for name, run := range scenarios {
+	for _, sc := range scenarios {
 		wg.Go(func() {
-			if err := run(ctx); err != nil {
-				errs <- fmt.Errorf("scenario %s: %w", name, err)
+			id, err := l.open(ctx, sc.spec)
+			for i := 0; err == nil && i < len(sc.steps); i++ {
+				err = sc.steps[i](ctx, l, id)
+			}
+			if err != nil {
+				errs <- fmt.Errorf("scenario %s: %w", sc.spec.script, err)
 			}
 		})
 	}
@@ -209,114 +238,61 @@ func poll(ctx context.Context, what string, cond func() (bool, error)) error {
 	}
 }
 
-func (l *live) waitStatus(ctx context.Context, id string, want ...string) error {
-	return poll(ctx, "status "+strings.Join(want, "|"), func() (bool, error) {
-		s, err := l.server.status(ctx, id)
-		if err != nil {
-			return false, err
-		}
-		return slices.Contains(want, s), nil
-	})
-}
-
-// waitAction waits until the conversation has persisted an ActionEvent
-// running command.
-func (l *live) waitAction(ctx context.Context, id, command string) error {
-	return poll(ctx, "action "+command, func() (bool, error) {
-		evs, err := l.server.events(ctx, id)
-		if err != nil {
-			return false, err
-		}
-		for _, ev := range evs {
-			if ev["kind"] == "ActionEvent" && strings.Contains(fmt.Sprint(ev["action"]), command) {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-}
-
-func (l *live) simple(spec conversationSpec, final string) func(context.Context) error {
-	return func(ctx context.Context) error {
-		id, err := l.open(ctx, spec)
-		if err != nil {
-			return err
-		}
-		return l.waitStatus(ctx, id, final)
+// awaitStatus waits until the conversation's execution_status is want.
+func awaitStatus(want string) step {
+	return func(ctx context.Context, l *live, id string) error {
+		return poll(ctx, "status "+want, func() (bool, error) {
+			s, err := l.server.status(ctx, id)
+			return s == want, err
+		})
 	}
 }
 
-// confirmed runs a command under AlwaysConfirm and accepts or rejects it;
-// after a rejection a second message starts a new run.
-func (l *live) confirmed(accept bool) func(context.Context) error {
-	return func(ctx context.Context) error {
-		script := "confirm_reject"
-		if accept {
-			script = "confirm_accept"
-		}
-		id, err := l.open(ctx, conversationSpec{script: script, confirm: true})
-		if err != nil {
-			return err
-		}
-		if err := l.waitStatus(ctx, id, "waiting_for_confirmation"); err != nil {
-			return err
-		}
+// awaitEvent waits until the conversation has persisted an event of kind
+// whose JSON contains text.
+func awaitEvent(kind, text string) step {
+	return func(ctx context.Context, l *live, id string) error {
+		return poll(ctx, kind+" "+text, func() (bool, error) {
+			evs, err := l.server.events(ctx, id)
+			return slices.ContainsFunc(evs, func(ev map[string]any) bool {
+				raw, _ := json.Marshal(ev)
+				return ev["kind"] == kind && strings.Contains(string(raw), text)
+			}), err
+		})
+	}
+}
+
+// say sends a user message and runs the agent.
+func say(text string) step {
+	return func(ctx context.Context, l *live, id string) error {
+		return l.server.sendMessage(ctx, id, text)
+	}
+}
+
+// post calls a conversation's control endpoint, e.g. /interrupt.
+func post(path string) step {
+	return func(ctx context.Context, l *live, id string) error {
+		_, err := l.server.call(ctx, "POST", "/api/conversations/"+id+path, nil, nil)
+		return err
+	}
+}
+
+// respond accepts or rejects the pending action.
+func respond(accept bool) step {
+	return func(ctx context.Context, l *live, id string) error {
 		body := map[string]any{"accept": accept}
 		if !accept {
 			body["reason"] = "not on this machine"
 		}
-		if _, err := l.server.call(ctx, "POST", "/api/conversations/"+id+"/events/respond_to_confirmation", body, nil); err != nil {
-			return err
-		}
-		if accept {
-			return l.waitStatus(ctx, id, "finished")
-		}
-		if err := l.waitStatus(ctx, id, "idle"); err != nil {
-			return err
-		}
-		if err := poll(ctx, "the rejection", func() (bool, error) {
-			evs, err := l.server.events(ctx, id)
-			return slices.ContainsFunc(evs, func(ev map[string]any) bool { return ev["kind"] == "UserRejectObservation" }), err
-		}); err != nil {
-			return err
-		}
-		if err := l.server.sendMessage(ctx, id, "Fine, leave the files alone then."); err != nil {
-			return err
-		}
-		return l.waitStatus(ctx, id, "finished")
+		_, err := l.server.call(ctx, "POST", "/api/conversations/"+id+"/events/respond_to_confirmation", body, nil)
+		return err
 	}
 }
 
-// interrupted interrupts a running command, then resumes with a message.
-func (l *live) interrupted(ctx context.Context) error {
-	id, err := l.open(ctx, conversationSpec{script: "interrupt"})
-	if err != nil {
-		return err
-	}
-	if err := l.waitAction(ctx, id, "sleep 30"); err != nil {
-		return err
-	}
-	if _, err := l.server.call(ctx, "POST", "/api/conversations/"+id+"/interrupt", nil, nil); err != nil {
-		return err
-	}
-	if err := l.waitStatus(ctx, id, "paused"); err != nil {
-		return err
-	}
-	if err := l.server.sendMessage(ctx, id, "Go on, but skip the sleep."); err != nil {
-		return err
-	}
-	return l.waitStatus(ctx, id, "finished")
-}
-
-// deletedWhileAttached deletes a conversation in the middle of a command.
-func (l *live) deletedWhileAttached(ctx context.Context) error {
-	id, err := l.open(ctx, conversationSpec{script: "delete"})
-	if err != nil {
-		return err
-	}
-	if err := l.waitAction(ctx, id, "sleep 30"); err != nil {
-		return err
-	}
+// deleteConversation deletes the conversation while the receivers are
+// attached, keeping its log for the coverage check, and waits until every
+// receiver has ended the session.
+func deleteConversation(ctx context.Context, l *live, id string) error {
 	evs, err := l.server.events(ctx, id)
 	if err != nil {
 		return err
@@ -337,19 +313,12 @@ func (l *live) deletedWhileAttached(ctx context.Context) error {
 	})
 }
 
-// restartedMidRun restarts the agent server while a command runs, then
-// finishes the conversation with a second message.
-func (l *live) restartedMidRun(ctx context.Context) error {
-	id, err := l.open(ctx, conversationSpec{script: "restart"})
-	if err != nil {
-		return err
-	}
+// restartServer restarts the agent server (SIGTERM, then a new process on
+// the same state) and points every Front at it.
+func restartServer(_ context.Context, l *live, id string) error {
 	l.mu.Lock()
 	l.restarts = append(l.restarts, id)
 	l.mu.Unlock()
-	if err := l.waitAction(ctx, id, "sleep 6"); err != nil {
-		return err
-	}
 	if err := l.server.restart(); err != nil {
 		return err
 	}
@@ -358,19 +327,7 @@ func (l *live) restartedMidRun(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := l.waitStatus(ctx, id, "idle", "finished", "error", "paused", "running", "stuck"); err != nil {
-		return err
-	}
-	if err := poll(ctx, "the server to take a message", func() (bool, error) {
-		s, err := l.server.status(ctx, id)
-		return s != "running", err
-	}); err != nil {
-		return err
-	}
-	if err := l.server.sendMessage(ctx, id, "You were restarted; please finish."); err != nil {
-		return err
-	}
-	return l.waitStatus(ctx, id, "finished")
+	return nil
 }
 
 // assertAll waits until every receiver has caught up, then checks
@@ -479,19 +436,19 @@ func coverage(server []map[string]any, stream []*aep.Event, deleted bool) []stri
 	return problems
 }
 
-// step is one lifecycle event: its class and the vendor event behind it.
-type step struct{ kind, vendorID string }
+// moment is one lifecycle event: its class and the vendor event behind it.
+type moment struct{ kind, vendorID string }
 
 // lifecycle extracts run and attention events from a session.
-func lifecycle(stream []*aep.Event) []step {
-	var out []step
+func lifecycle(stream []*aep.Event) []moment {
+	var out []moment
 	for _, ev := range stream {
 		vid, _ := ev.Data["vendor_event_id"].(string)
 		switch ev.Type {
 		case "run.started", "attention.requested", "attention.resolved":
-			out = append(out, step{ev.Type, vid})
+			out = append(out, moment{ev.Type, vid})
 		case "run.finished", "run.failed", "run.cancelled":
-			out = append(out, step{"run.terminal", vid})
+			out = append(out, moment{"run.terminal", vid})
 		}
 	}
 	return out
@@ -501,8 +458,8 @@ func lifecycle(stream []*aep.Event) []step {
 // the server's execution_status history, written independently of the
 // mapper: a run is under way at running, paused and waiting; a closed
 // status ends it; waiting asks for attention and leaving it resolves.
-func expectedLifecycle(server []map[string]any) []step {
-	var out []step
+func expectedLifecycle(server []map[string]any) []moment {
+	var out []moment
 	prev, open, asking := "", false, false
 	for _, ev := range server {
 		if ev["kind"] != "ConversationStateUpdateEvent" || ev["key"] != "execution_status" {
@@ -514,19 +471,19 @@ func expectedLifecycle(server []map[string]any) []step {
 			continue
 		}
 		if asking && next != "waiting_for_confirmation" {
-			out, asking = append(out, step{"attention.resolved", vid}), false
+			out, asking = append(out, moment{"attention.resolved", vid}), false
 		}
 		switch next {
 		case "running", "waiting_for_confirmation":
 			if !open {
-				out, open = append(out, step{"run.started", vid}), true
+				out, open = append(out, moment{"run.started", vid}), true
 			}
 			if next == "waiting_for_confirmation" {
-				out, asking = append(out, step{"attention.requested", vid}), true
+				out, asking = append(out, moment{"attention.requested", vid}), true
 			}
 		case "idle", "finished", "error", "stuck":
 			if open {
-				out, open = append(out, step{"run.terminal", vid}), false
+				out, open = append(out, moment{"run.terminal", vid}), false
 			}
 		}
 		prev = next
@@ -643,10 +600,11 @@ func (l *live) record(dir string) {
 		}
 		require.NoError(t, SaveStream(filepath.Join(sub, "aep.jsonl.gz"), evs))
 	}
-	var b strings.Builder
+	var lines []string
 	for id, name := range l.names {
-		fmt.Fprintf(&b, "%s %s\n", id, name)
+		lines = append(lines, name+" "+id+"\n")
 	}
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "conversations.txt"), []byte(b.String()), 0o644))
+	slices.Sort(lines)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "conversations.txt"), []byte(strings.Join(lines, "")), 0o644))
 	t.Logf("recorded into %s", dir)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,20 +63,26 @@ func replay(t *testing.T, dir, mode string, level aep.Capture) {
 	sink := new(consumertest.LogsSink)
 	startReceiver(t, ReceiverYAML(mode, level, front.ProxyURL()), sink)
 
+	requireReplayed(t, replayer, sink, wantBySession)
+}
+
+// requireReplayed waits (bounded) until the replay is drained and every
+// session has emitted as much as expected, then requires exactly want.
+func requireReplayed(t *testing.T, replayer *Replayer, sink *consumertest.LogsSink, want map[string][]string) {
 	var got map[string][]string
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		got = bySession(t, emitted(t, sink))
-		if replayer.Drained() && caughtUp(got, wantBySession) || time.Now().After(deadline) {
+		if replayer.Drained() && caughtUp(got, want) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	assert.Empty(t, replayer.Problems(), "requests the recording has no answer for")
-	for session, w := range wantBySession {
+	for session, w := range want {
 		assert.Equal(t, w, got[session], "session %s", session)
 	}
-	assert.Len(t, got, len(wantBySession), "sessions")
+	assert.Len(t, got, len(want), "sessions")
 }
 
 // caughtUp reports whether every session has emitted as many events as
@@ -121,8 +128,9 @@ func emitted(t *testing.T, sink *consumertest.LogsSink) []string {
 	return out
 }
 
-// startReceiver runs the openhands receiver with the live test's YAML.
-func startReceiver(t *testing.T, config string, sink *consumertest.LogsSink) {
+// startReceiver runs the openhands receiver with the live test's YAML
+// until the test ends or stop is called.
+func startReceiver(t *testing.T, config string, sink *consumertest.LogsSink) (stop func()) {
 	retrieved, err := confmap.NewRetrievedFromYAML([]byte(config))
 	require.NoError(t, err)
 	conf, err := retrieved.AsConf()
@@ -135,5 +143,8 @@ func startReceiver(t *testing.T, config string, sink *consumertest.LogsSink) {
 	r, err := f.CreateLogs(context.Background(), set, cfg, sink)
 	require.NoError(t, err)
 	require.NoError(t, r.Start(context.Background(), componenttest.NewNopHost()))
-	t.Cleanup(func() { require.NoError(t, r.Shutdown(context.Background())) })
+	var once sync.Once
+	stop = func() { once.Do(func() { require.NoError(t, r.Shutdown(context.Background())) }) }
+	t.Cleanup(stop)
+	return stop
 }
