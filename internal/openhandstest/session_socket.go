@@ -256,7 +256,10 @@ func (c *Conversation) sendProgress(frame map[string]any) error {
 // see it: legacy sockets get a StreamingDeltaEvent per chunk, session
 // sockets an item_started, one delta per chunk, and the item is retired by
 // the durable agent MessageEvent whose id is the item id. It returns that
-// MessageEvent.
+// MessageEvent. A server with the session socket (1.58.2, as recorded)
+// sends the legacy StreamingDeltaEvents with content "": the text rides
+// only in the session socket's delta frames. An older server
+// (WithoutSessionSocket) streams the text on the legacy socket.
 func (c *Conversation) StreamAgentMessage(chunks ...string) (Event, error) {
 	itemID := NewUUID()
 	c.s.mu.Lock()
@@ -272,7 +275,11 @@ func (c *Conversation) StreamAgentMessage(chunks ...string) (Event, error) {
 	text := ""
 	for order, chunk := range chunks {
 		text += chunk
-		if _, err := c.Publish(StreamingDeltaEvent(chunk)); err != nil {
+		legacy := ""
+		if c.s.cfg.WithoutSessionSocket {
+			legacy = chunk
+		}
+		if _, err := c.Publish(StreamingDeltaEvent(legacy)); err != nil {
 			return nil, err
 		}
 		if err := c.SendDelta(Delta{ItemID: itemID, Order: order, Content: chunk}); err != nil {

@@ -753,7 +753,9 @@ func TestSecretSplitAcrossDeltasNeverLeavesWhole(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		const secret = "hunter2-correct-horse"
 		t.Setenv("OPENHANDS_TEST_SECRET", secret)
-		stub := startStub(t)
+		// Streamed text rides the legacy socket only on servers before the
+		// session socket; 1.58.2 blanks it there.
+		stub := oh.Start(t, oh.Config{SessionAPIKeys: []string{testKey}, WithoutSessionSocket: socket == socketEvents})
 		conv := newConversation(t, stub)
 		cfg := fastConfig(socket, stub)
 		cfg.Deltas = true
