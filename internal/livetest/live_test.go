@@ -344,6 +344,11 @@ func (l *live) assertAll(ctx context.Context) {
 		require.NoError(t, err)
 		truth[id] = evs
 	}
+	for id, evs := range truth {
+		if l.names[id] != "llm_error" && l.deleted[id] == nil {
+			assert.Positive(t, promptTokens(evs), "the fake LLM's usage reaches the stats of %s", l.names[id])
+		}
+	}
 	var last []string
 	err := poll(ctx, "every receiver to cover every conversation", func() (bool, error) {
 		last = nil
@@ -434,6 +439,30 @@ func coverage(server []map[string]any, stream []*aep.Event, deleted bool) []stri
 		}
 	}
 	return problems
+}
+
+// promptTokens is the accumulated prompt tokens of the last stats update.
+func promptTokens(server []map[string]any) float64 {
+	var tokens float64
+	for _, ev := range server {
+		if ev["kind"] != "ConversationStateUpdateEvent" || ev["key"] != "stats" {
+			continue
+		}
+		raw, _ := json.Marshal(ev["value"])
+		var stats struct {
+			Usage map[string]struct {
+				Tokens struct {
+					Prompt float64 `json:"prompt_tokens"`
+				} `json:"accumulated_token_usage"`
+			} `json:"usage_to_metrics"`
+		}
+		_ = json.Unmarshal(raw, &stats)
+		tokens = 0
+		for _, u := range stats.Usage {
+			tokens += u.Tokens.Prompt
+		}
+	}
+	return tokens
 }
 
 // moment is one lifecycle event: its class and the vendor event behind it.
