@@ -2,7 +2,6 @@ package livetest
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -106,5 +105,3 @@ func (l *tunnelListener) Close() error {
 }
 
 func (l *tunnelListener) Addr() net.Addr { return l.addr }
-
-var errNoUpstream = errors.New("agent server is down")

@@ -591,7 +591,7 @@ func assertSecrets(t *testing.T, r *receiverUnderTest) {
 func assertResumedByAfterSeq(t *testing.T, tr *Transcript, id string) {
 	lastSeq, sockets := int64(-1), 0
 	for _, s := range tr.Sockets {
-		if Conversation(s.Path) != id || !strings.HasPrefix(s.Path, "/sockets/session/") {
+		if conversationOf(s.Path) != id || !strings.HasPrefix(s.Path, "/sockets/session/") {
 			continue
 		}
 		q, err := url.ParseQuery(s.Query)

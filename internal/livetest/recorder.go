@@ -14,6 +14,9 @@ import (
 	"github.com/gorilla/websocket"
 )
 
+// errNoUpstream answers the receiver while the agent server restarts.
+var errNoUpstream = errors.New("agent server is down")
+
 // Recorder is the live Front's handler: it relays every request to the
 // agent server at upstream and records the exchange.
 type Recorder struct {
@@ -139,7 +142,8 @@ func (rec *Recorder) relayREST(w http.ResponseWriter, r *http.Request) {
 // both ways, recording every frame. The server's handshake refusal reaches
 // the receiver as it was.
 func (rec *Recorder) relaySocket(w http.ResponseWriter, r *http.Request) {
-	up, resp, err := websocket.DefaultDialer.DialContext(r.Context(), rec.target(r, "ws"), nil)
+	dialer := websocket.Dialer{HandshakeTimeout: 10 * time.Second} // direct: no proxy
+	up, resp, err := dialer.DialContext(r.Context(), rec.target(r, "ws"), nil)
 	if err != nil {
 		status := http.StatusBadGateway
 		if resp != nil {
@@ -224,7 +228,7 @@ func (rec *Recorder) Attached(id string) bool {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	for _, s := range rec.sockets {
-		if Conversation(s.Path) == id && s.Close == nil && len(s.FromServer) > 0 {
+		if conversationOf(s.Path) == id && s.Close == nil && len(s.FromServer) > 0 {
 			return true
 		}
 	}

@@ -16,10 +16,11 @@ import (
 // last one repeating); the n-th socket of a conversation gets the n-th
 // recorded socket's server frames, verbatim and in order, then the close
 // the server sent, if it sent one. Conversation search lists every
-// conversation the recording saw with its last recorded info; one the
-// recording saw deleted leaves the list once the receiver has consumed its
-// recorded sockets and come back for another, which it is refused (4004)
-// as the real server refuses an unknown id.
+// conversation the recording saw, with its last recorded info. One the
+// recording saw deleted ends as the receiver learnt of it live, after every
+// frame: its last socket is closed once its frames are sent, the reconnect
+// is refused 4004 as the real server refuses an unknown id, and from then
+// on search no longer lists it and its REST paths answer 404.
 type Replayer struct {
 	t        *Transcript
 	upgrader websocket.Upgrader
@@ -63,7 +64,7 @@ func (r *Replayer) Drained() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, s := range r.t.Sockets {
-		id := Conversation(s.Path)
+		id := conversationOf(s.Path)
 		if r.opened[id] < r.recordedSockets(id) {
 			return false
 		}
@@ -75,7 +76,7 @@ func (r *Replayer) Drained() bool {
 func (r *Replayer) recordedSockets(id string) int {
 	n := 0
 	for _, s := range r.t.Sockets {
-		if Conversation(s.Path) == id {
+		if conversationOf(s.Path) == id {
 			n++
 		}
 	}
@@ -128,7 +129,7 @@ func (r *Replayer) serveRecorded(w http.ResponseWriter, req *http.Request) {
 			answers = append(answers, ex)
 		}
 	}
-	if len(answers) == 0 && r.gone(Conversation(req.URL.Path)) {
+	if len(answers) == 0 && r.gone(conversationOf(req.URL.Path)) {
 		// After the recording: the server no longer knows the id.
 		writeStatus(w, http.StatusNotFound, map[string]any{"detail": "Not Found"})
 		return
@@ -166,12 +167,12 @@ func (r *Replayer) gone(id string) bool {
 
 // serveSocket plays the conversation's next recorded socket.
 func (r *Replayer) serveSocket(w http.ResponseWriter, req *http.Request) {
-	id := Conversation(req.URL.Path)
+	id := conversationOf(req.URL.Path)
 	r.mu.Lock()
 	n := r.opened[id]
 	var rec *Socket
 	for i := range r.t.Sockets {
-		if Conversation(r.t.Sockets[i].Path) != id {
+		if conversationOf(r.t.Sockets[i].Path) != id {
 			continue
 		}
 		if n == 0 {

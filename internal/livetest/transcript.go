@@ -104,9 +104,9 @@ type Close struct {
 	Text string `json:"text,omitempty"`
 }
 
-// Conversation is the id of the conversation a socket or REST path names
+// conversationOf is the id of the conversation a socket or REST path names
 // (/sockets/session/{id}, /api/conversations/{id}/...), "" for none.
-func Conversation(path string) string {
+func conversationOf(path string) string {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	switch {
 	case len(parts) >= 3 && parts[0] == "sockets":
