@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
@@ -59,39 +61,63 @@ func Indent(s string, n int) string {
 	return pad + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n"+pad) + "\n"
 }
 
-// Normalize is an emitted event as the recordings keep it: without the
-// fields that legitimately differ between two runs over the same input,
-// the receive time and the epoch (the receiver's start second), and
-// without the time part of a streaming delta's id: a /sockets/session
-// delta frame carries no timestamp, so its id takes the receive time (the
-// id's 10-character ULID time prefix); the rest of the id is the hash of
-// its vendor identity and stays exact.
-func Normalize(ev *aep.Event) (json.RawMessage, error) {
-	c := ev.Clone()
-	c.Time = ""
-	c.Epoch = nil
-	if c.Type == deltaType && len(c.ID) == ulidLength {
-		c.ID = strings.Repeat("*", ulidTimeLength) + c.ID[ulidTimeLength:]
+// Normalize is the emitted events as the recordings keep them: grouped by
+// session, in order, one JSON line each, without what legitimately differs
+// between two runs over the same input. That is the receive time, the
+// epoch (the receiver's start second), and with the epoch every id: a
+// receiver without storage qualifies its source with the epoch, and ids
+// derive from the source (and a session-socket delta's id from its receive
+// time, the frame carrying no timestamp). So the source loses its ?epoch=
+// and ids are numbered in order of appearance within the session, cause
+// and subject renamed alike: which event names which stays exact.
+func Normalize(events []*aep.Event) (map[string][]string, error) {
+	names := map[string]map[string]string{} // session → id → name
+	out := map[string][]string{}
+	for _, ev := range events {
+		ids := names[ev.Session]
+		if ids == nil {
+			ids = map[string]string{}
+			names[ev.Session] = ids
+		}
+		if _, ok := ids[ev.ID]; !ok {
+			ids[ev.ID] = "#" + strconv.Itoa(len(ids)+1)
+		}
+		c := ev.Clone()
+		c.Time, c.Epoch = "", nil
+		c.Source, _, _ = strings.Cut(c.Source, "?epoch=")
+		c.ID = ids[c.ID]
+		for _, ref := range []*string{&c.Cause, &c.Subject} {
+			if name, ok := ids[*ref]; ok {
+				*ref = name
+			}
+		}
+		raw, err := json.Marshal(c)
+		if err != nil {
+			return nil, err
+		}
+		out[ev.Session] = append(out[ev.Session], string(raw))
 	}
-	return json.Marshal(c)
+	return out, nil
 }
 
-const (
-	deltaType      = "x.openhands.streaming.delta"
-	ulidLength     = 26
-	ulidTimeLength = 10
-)
-
-// SaveStream writes events, normalized, one a line, gzipped.
+// SaveStream writes events, normalized, one a line, session after
+// session, gzipped.
 func SaveStream(path string, events []*aep.Event) error {
+	bySession, err := Normalize(events)
+	if err != nil {
+		return err
+	}
+	sessions := make([]string, 0, len(bySession))
+	for s := range bySession {
+		sessions = append(sessions, s)
+	}
+	slices.Sort(sessions)
 	var b bytes.Buffer
-	for _, ev := range events {
-		raw, err := Normalize(ev)
-		if err != nil {
-			return err
+	for _, s := range sessions {
+		for _, line := range bySession[s] {
+			b.WriteString(line)
+			b.WriteByte('\n')
 		}
-		b.Write(raw)
-		b.WriteByte('\n')
 	}
 	return writeGzip(path, b.Bytes())
 }
@@ -112,13 +138,23 @@ func writeGzip(path string, raw []byte) error {
 	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
-// LoadStream reads what SaveStream wrote, one normalized event a line.
-func LoadStream(path string) ([]string, error) {
+// LoadStream reads what SaveStream wrote, by session.
+func LoadStream(path string) (map[string][]string, error) {
 	raw, err := readGzip(path)
 	if err != nil {
 		return nil, err
 	}
-	return strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n"), nil
+	out := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n") {
+		var ev struct {
+			Session string `json:"session"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		out[ev.Session] = append(out[ev.Session], line)
+	}
+	return out, nil
 }
 
 // readGzip reads a gzipped file whole.

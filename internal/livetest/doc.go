@@ -14,10 +14,11 @@
 // The replay test (replay_test.go, part of `make test`, no Python) serves
 // each recording through a Front again, verbatim, to the receiver at the
 // same socket mode and capture level, and requires the AEP stream it
-// emitted live, exactly but for the receive time, the epoch and the
-// receive-time part of a session-socket delta's id. Every receiver is
+// emitted live, exactly but for what a receiver's start changes (see
+// Normalize): the receive time, the epoch, and the ids the epoch-qualified
+// source derives, compared by which event names which. Every receiver is
 // configured with the same endpoint (Endpoint) and reaches the Front as
-// its proxy_url, so the AEP source, and with it every id, is the same live
-// and in replay. TestRecordThenReplay runs the same loop against the stub
-// agent server, so the recorder itself is tested without Python.
+// its proxy_url, so the AEP source is the same live and in replay.
+// TestRecordThenReplay runs the same loop against the stub agent server,
+// so the recorder itself is tested without Python.
 package livetest

@@ -37,9 +37,9 @@ func TestRecordThenReplay(t *testing.T) {
 			playTurn(t, conv)
 			// session.started, the connect snapshot, the turn's 12 events and
 			// the end-of-run snapshot.
-			require.Eventually(t, func() bool { return len(emitted(t, sink)) == 15 }, 15*time.Second, 10*time.Millisecond)
+			require.Eventually(t, func() bool { return len(emitted(t, sink)[conv.ID()]) == 15 }, 15*time.Second, 10*time.Millisecond)
 			stop()
-			live := bySession(t, emitted(t, sink))
+			live := emitted(t, sink)
 
 			replayer := NewReplayer(rec.Transcript())
 			replayFront, err := StartFront(replayer)

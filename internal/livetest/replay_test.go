@@ -2,7 +2,6 @@ package livetest
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -50,9 +49,8 @@ func TestReplayRecordings(t *testing.T) {
 func replay(t *testing.T, dir, mode string, level aep.Capture) {
 	tr, err := LoadTranscript(filepath.Join(dir, "transcript.json.gz"))
 	require.NoError(t, err)
-	want, err := LoadStream(filepath.Join(dir, "aep.jsonl.gz"))
+	wantBySession, err := LoadStream(filepath.Join(dir, "aep.jsonl.gz"))
 	require.NoError(t, err)
-	wantBySession := bySession(t, want)
 
 	replayer := NewReplayer(tr)
 	front, err := StartFront(replayer)
@@ -72,7 +70,7 @@ func requireReplayed(t *testing.T, replayer *Replayer, sink *consumertest.LogsSi
 	var got map[string][]string
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		got = bySession(t, emitted(t, sink))
+		got = emitted(t, sink)
 		if replayer.Drained() && caughtUp(got, want) || time.Now().After(deadline) {
 			break
 		}
@@ -96,35 +94,22 @@ func caughtUp(got, want map[string][]string) bool {
 	return true
 }
 
-// bySession groups normalized events by their session, in order.
-func bySession(t *testing.T, lines []string) map[string][]string {
-	out := map[string][]string{}
-	for _, line := range lines {
-		var ev struct {
-			Session string `json:"session"`
-		}
-		require.NoError(t, json.Unmarshal([]byte(line), &ev))
-		out[ev.Session] = append(out[ev.Session], line)
-	}
-	return out
-}
-
-// emitted is the receiver's output so far, normalized.
-func emitted(t *testing.T, sink *consumertest.LogsSink) []string {
-	var out []string
+// emitted is the receiver's output so far, normalized, by session.
+func emitted(t *testing.T, sink *consumertest.LogsSink) map[string][]string {
+	var events []*aep.Event
 	for _, logs := range sink.AllLogs() {
 		for _, rl := range logs.ResourceLogs().All() {
 			for _, sl := range rl.ScopeLogs().All() {
 				for _, lr := range sl.LogRecords().All() {
 					ev, err := projection.FromLogRecord(lr, rl.Resource())
 					require.NoError(t, err)
-					raw, err := Normalize(ev)
-					require.NoError(t, err)
-					out = append(out, string(raw))
+					events = append(events, ev)
 				}
 			}
 		}
 	}
+	out, err := Normalize(events)
+	require.NoError(t, err)
 	return out
 }
 
