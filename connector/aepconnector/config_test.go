@@ -1,0 +1,47 @@
+package aepconnector
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+)
+
+func loadConfig(t *testing.T, name string) *Config {
+	t.Helper()
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	sub, err := cm.Sub(component.MustNewIDWithName(componentType.String(), name).String())
+	require.NoError(t, err)
+	cfg := createDefaultConfig().(*Config)
+	require.NoError(t, sub.Unmarshal(cfg))
+	return cfg
+}
+
+func TestLoadConfig(t *testing.T) {
+	t.Run("defaults", func(t *testing.T) {
+		cfg := loadConfig(t, "")
+		require.NoError(t, confmap.Validate(cfg))
+		assert.Equal(t, 10000, cfg.OpenSpans.MaxEntries)
+		assert.Equal(t, time.Hour, cfg.OpenSpans.TTL)
+		assert.Equal(t, 2000, cfg.MaxSeries)
+	})
+	t.Run("bounded", func(t *testing.T) {
+		cfg := loadConfig(t, "bounded")
+		require.NoError(t, confmap.Validate(cfg))
+		assert.Equal(t, OpenSpansConfig{MaxEntries: 500, TTL: 10 * time.Minute}, cfg.OpenSpans)
+		assert.Equal(t, 100, cfg.MaxSeries)
+	})
+	t.Run("invalid", func(t *testing.T) {
+		err := confmap.Validate(loadConfig(t, "invalid"))
+		require.Error(t, err)
+		for _, key := range []string{"open_spans.max_entries", "open_spans.ttl", "max_series"} {
+			assert.ErrorContains(t, err, key)
+		}
+	})
+}

@@ -1,0 +1,221 @@
+package aepconnector // import "github.com/otelcol-openhands/otelcol-openhands/connector/aepconnector"
+
+import (
+	"container/list"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/runtrace"
+)
+
+// maxSpanEvents bounds the error.raised events one open run collects.
+const maxSpanEvents = 32
+
+// operation is one ended run, tool call or attention wait: what a span and
+// the duration metrics are built from.
+type operation struct {
+	pos runtrace.Position
+	// terminal is the event that ended it (run.finished, tool.failed,
+	// attention.resolved, ...).
+	terminal   *aep.Event
+	start, end time.Time
+	// startKnown is false when neither a duration nor the start event was
+	// available: the operation is reported with zero duration at its end.
+	startKnown bool
+	// attentionKind is attention.requested's kind, when its start was seen.
+	attentionKind string
+	// errors are the run's error.raised events, for a run.
+	errors []timedEvent
+	// run is the run id: the terminal's, else its start's (attention
+	// answers may omit it).
+	run string
+}
+
+type timedEvent struct {
+	ev *aep.Event
+	at time.Time
+}
+
+// openKey names an open operation: span ids are unique within a trace.
+type openKey struct {
+	trace [16]byte
+	span  [8]byte
+}
+
+// openStart is an operation whose start was seen and whose end was not.
+type openStart struct {
+	key openKey
+	pos runtrace.Position
+	// attention is the source and id of an attention.requested, whose
+	// answers may omit the run (the golden stream's do).
+	attention     string
+	at            time.Time // the start event's time
+	seen          time.Time // when it was stored, for the TTL
+	attentionKind string
+	errors        []timedEvent
+	run           string
+}
+
+// tracker turns a stream of AEP events into ended operations. Terminals
+// that carry their duration (duration_ms, latency_ms, after_ms) need no
+// state at all; for sources whose terminals do not, it remembers open
+// starts in a map bounded by count (the oldest is evicted for a new one)
+// and age (entries older than ttl are swept). Both evictions are reported
+// through evicted. It is not safe for concurrent use.
+type tracker struct {
+	maxOpen int
+	ttl     time.Duration
+	now     func() time.Time
+	evicted func(reason string)
+
+	open  map[openKey]*list.Element // of *openStart
+	order list.List                 // oldest first
+	// attention indexes the open attention waits by source and request id.
+	attention map[string]*list.Element
+}
+
+func newTracker(cfg OpenSpansConfig, evicted func(reason string)) *tracker {
+	return &tracker{
+		maxOpen:   cfg.MaxEntries,
+		ttl:       cfg.TTL,
+		now:       time.Now,
+		evicted:   evicted,
+		open:      make(map[openKey]*list.Element),
+		attention: make(map[string]*list.Element),
+	}
+}
+
+// observe takes one event at its time and returns the operation it ends,
+// if any.
+func (t *tracker) observe(ev *aep.Event, at time.Time) *operation {
+	pos, ok := runtrace.Locate(ev)
+	if !ok {
+		if pos, ok = t.attentionOf(ev); !ok {
+			return nil
+		}
+	}
+	key := openKey{pos.TraceID, pos.SpanID}
+	switch ev.Type {
+	case "run.started", "tool.requested", "attention.requested":
+		t.start(pos, ev, at)
+		return nil
+	case "run.finished", "run.failed", "run.cancelled",
+		"tool.completed", "tool.failed", "tool.denied",
+		"attention.resolved", "attention.timeout":
+		return t.finish(pos, key, ev, at)
+	case "error.raised":
+		if s := t.lookup(key); s != nil && len(s.errors) < maxSpanEvents {
+			s.errors = append(s.errors, timedEvent{ev, at})
+		}
+	}
+	return nil
+}
+
+// attentionOf finds the open wait an attention event without a run
+// answers, by its subject (the request id).
+func (t *tracker) attentionOf(ev *aep.Event) (runtrace.Position, bool) {
+	if !strings.HasPrefix(ev.Type, "attention.") || ev.Subject == "" {
+		return runtrace.Position{}, false
+	}
+	if e, ok := t.attention[ev.Source+"\n"+ev.Subject]; ok {
+		return e.Value.(*openStart).pos, true
+	}
+	return runtrace.Position{}, false
+}
+
+func (t *tracker) start(pos runtrace.Position, ev *aep.Event, at time.Time) {
+	if t.maxOpen == 0 {
+		return
+	}
+	key := openKey{pos.TraceID, pos.SpanID}
+	if e, ok := t.open[key]; ok { // a redelivered start
+		t.remove(e)
+	}
+	for len(t.open) >= t.maxOpen {
+		t.evict(t.order.Front(), "capacity")
+	}
+	s := &openStart{key: key, pos: pos, at: at, seen: t.now(), run: ev.Run}
+	e := t.order.PushBack(s)
+	t.open[key] = e
+	if ev.Type == "attention.requested" {
+		s.attentionKind, _ = ev.Data["kind"].(string)
+		s.attention = ev.Source + "\n" + ev.ID
+		t.attention[s.attention] = e
+	}
+}
+
+// remove forgets an open start.
+func (t *tracker) remove(e *list.Element) *openStart {
+	s := t.order.Remove(e).(*openStart)
+	delete(t.open, s.key)
+	if s.attention != "" {
+		delete(t.attention, s.attention)
+	}
+	return s
+}
+
+func (t *tracker) lookup(key openKey) *openStart {
+	if e, ok := t.open[key]; ok {
+		return e.Value.(*openStart)
+	}
+	return nil
+}
+
+func (t *tracker) finish(pos runtrace.Position, key openKey, ev *aep.Event, at time.Time) *operation {
+	op := &operation{pos: pos, terminal: ev, end: at, run: ev.Run}
+	if e, ok := t.open[key]; ok {
+		s := t.remove(e)
+		op.start, op.startKnown = s.at, true
+		op.attentionKind, op.errors, op.run = s.attentionKind, s.errors, s.run
+	}
+	if d, ok := terminalDuration(ev); ok {
+		op.start, op.startKnown = at.Add(-d), true
+	}
+	if !op.startKnown {
+		op.start = at
+	}
+	return op
+}
+
+// sweep evicts the open starts older than the TTL.
+func (t *tracker) sweep() {
+	cutoff := t.now().Add(-t.ttl)
+	for e := t.order.Front(); e != nil && e.Value.(*openStart).seen.Before(cutoff); e = t.order.Front() {
+		t.evict(e, "expired")
+	}
+}
+
+func (t *tracker) evict(e *list.Element, reason string) {
+	t.remove(e)
+	t.evicted(reason)
+}
+
+// terminalDuration reads the duration a terminal event reports of its
+// operation: duration_ms (runs, tool calls), latency_ms
+// (attention.resolved) or after_ms (attention.timeout).
+func terminalDuration(ev *aep.Event) (time.Duration, bool) {
+	field := "duration_ms"
+	switch ev.Type {
+	case "attention.resolved":
+		field = "latency_ms"
+	case "attention.timeout":
+		field = "after_ms"
+	}
+	ms, ok := number(ev.Data[field])
+	if !ok || ms < 0 {
+		return 0, false
+	}
+	return time.Duration(ms * float64(time.Millisecond)), true
+}
+
+// number reads a JSON number as the projection's inverse returns it.
+func number(v any) (float64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	f, err := n.Float64()
+	return f, err == nil
+}

@@ -1,0 +1,132 @@
+// Package runtrace places AEP events in the trace of their run: one trace
+// per run, the run as the root span, each tool call and each attention wait
+// a child span. Every id is derived from facts the events carry (source,
+// run, tool call id, attention request id), never from local state, so an
+// emitter that stamps traceparent and a consumer that builds the spans
+// agree on the ids across restarts, replicas and processes.
+package runtrace
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+)
+
+// Kind is the span an event belongs to within its run.
+type Kind int
+
+const (
+	// KindRun is the run's root span: run.* events and every other event
+	// of the run that is not a tool call's or an attention wait's.
+	KindRun Kind = iota
+	// KindTool is one tool call: tool.requested and its answers.
+	KindTool
+	// KindAttention is one wait for a human: attention.requested to its
+	// resolution or timeout.
+	KindAttention
+)
+
+// Position is where an event sits in its run's trace.
+type Position struct {
+	Kind    Kind
+	TraceID [16]byte
+	SpanID  [8]byte
+	// ParentID is the run span's id for a child span, zero for the run.
+	ParentID [8]byte
+}
+
+// Locate returns the position of ev in its run's trace; false when ev
+// belongs to no run (no run attribute) or to a child span it cannot name.
+//
+// A tool span is keyed by data.tool.call_id when the event carries one,
+// else by the tool.requested id (the event's own id on tool.requested, its
+// cause on the answers). An attention span is keyed by the
+// attention.requested id (own id, else subject, else cause).
+func Locate(ev *aep.Event) (Position, bool) {
+	if ev.Run == "" {
+		return Position{}, false
+	}
+	run := ev.Source + "\n" + ev.Run
+	pos := Position{Kind: KindRun, TraceID: traceID(run), SpanID: spanID(run + "\nrun")}
+	var key string
+	switch {
+	case strings.HasPrefix(ev.Type, "tool."):
+		pos.Kind, key = KindTool, toolKey(ev)
+	case strings.HasPrefix(ev.Type, "attention."):
+		pos.Kind, key = KindAttention, attentionKey(ev)
+	default:
+		return pos, true
+	}
+	if key == "" {
+		return Position{}, false
+	}
+	pos.ParentID = pos.SpanID
+	pos.SpanID = spanID(run + "\n" + key)
+	return pos, true
+}
+
+// Traceparent is the W3C traceparent of the position (version 00, sampled).
+func (p Position) Traceparent() string {
+	var b strings.Builder
+	b.Grow(55)
+	b.WriteString("00-")
+	b.WriteString(hex.EncodeToString(p.TraceID[:]))
+	b.WriteByte('-')
+	b.WriteString(hex.EncodeToString(p.SpanID[:]))
+	b.WriteString("-01")
+	return b.String()
+}
+
+func toolKey(ev *aep.Event) string {
+	if tool, ok := ev.Data["tool"].(map[string]any); ok {
+		if id, ok := tool["call_id"].(string); ok && id != "" {
+			return "tool call " + id
+		}
+	}
+	requested := ev.Cause
+	if ev.Type == "tool.requested" {
+		requested = ev.ID
+	}
+	if requested == "" {
+		return ""
+	}
+	return "tool event " + requested
+}
+
+func attentionKey(ev *aep.Event) string {
+	requested := ev.Cause
+	switch {
+	case ev.Type == "attention.requested":
+		requested = ev.ID
+	case ev.Subject != "":
+		requested = ev.Subject
+	}
+	if requested == "" {
+		return ""
+	}
+	return "attention " + requested
+}
+
+// traceID and spanID hash their key; an all-zero id is invalid in W3C
+// trace context, so that one value (1 in 2^128, 2^64) is nudged.
+func traceID(key string) [16]byte {
+	sum := sha256.Sum256([]byte("aep trace\n" + key))
+	var id [16]byte
+	copy(id[:], sum[:])
+	if id == ([16]byte{}) {
+		id[15] = 1
+	}
+	return id
+}
+
+func spanID(key string) [8]byte {
+	sum := sha256.Sum256([]byte("aep span\n" + key))
+	var id [8]byte
+	copy(id[:], sum[:])
+	if id == ([8]byte{}) {
+		id[7] = 1
+	}
+	return id
+}
