@@ -51,8 +51,11 @@ type conversation struct {
 	watch   *serverWatch
 	journal *journal // nil without storage
 
-	mu         sync.Mutex
-	mapper     *mapping.Conversation
+	mu     sync.Mutex
+	mapper *mapping.Conversation
+	// decorator adds what the pinned field maps leave out (cause, durations,
+	// usage, traceparent) to everything the mapper emits.
+	decorator  *mapping.Decorator
 	emitter    *sessionEmitter
 	seen       *recentIDs
 	recent     recentTimestamps // persisted ids with their vendor timestamps
@@ -92,7 +95,9 @@ func (c *conversation) end(ctx context.Context) {
 	c.detach()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.mapped = append(c.mapped, c.mapper.End(time.Now(), c.resumeTS)...) // nil once ended
+	out := c.mapper.End(time.Now(), c.resumeTS) // nil once ended
+	c.decorator.DecorateEnd(c.resumeTS, out)
+	c.mapped = append(c.mapped, out...)
 	c.flushLocked(ctx)
 	c.markDoneLocked(ctx)
 }
@@ -431,6 +436,7 @@ func (c *conversation) handleEvent(ctx context.Context, raw []byte, persisted, c
 	} else {
 		out = c.mapper.Map(ev, now)
 	}
+	c.decorator.Decorate(ev, out)
 	w.tel.mapped(ctx, time.Since(now))
 	c.mapped = append(c.mapped, out...)
 	if len(c.mapped) >= maxBatchEvents {

@@ -227,11 +227,12 @@ func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serve
 				return nil, err
 			}
 			c := &conversation{
-				id:      info.ID,
-				watch:   w,
-				journal: j,
-				info:    info,
-				mapper:  mapper,
+				id:        info.ID,
+				watch:     w,
+				journal:   j,
+				info:      info,
+				mapper:    mapper,
+				decorator: mapping.NewDecorator(mapping.DecoratorState{}),
 				emitter: &sessionEmitter{
 					next: r.next, resource: resource, epoch: generation,
 					retry: r.cfg.Reconnect, tel: r.tel, logger: logger,

@@ -1,0 +1,297 @@
+package mapping
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/runtrace"
+)
+
+// maxOpenToolCalls bounds the tool calls a conversation remembers while
+// they await their observation; past it the oldest is forgotten (its answer
+// then carries no cause and no duration).
+const maxOpenToolCalls = 256
+
+// Decorator fills in, on a conversation's mapped events, the metadata-level
+// facts the pinned field maps leave out because they need more than the
+// one vendor event at hand (AEP-0002 §5.2, §7):
+//
+//   - cause: a tool call's answer (tool.completed, tool.failed, tool.denied,
+//     the user-reject vendor event) names its tool.requested;
+//   - duration_ms on tool.completed and tool.failed (action to observation)
+//     and on a run's terminal (run start to end), latency_ms on
+//     attention.resolved, all from vendor timestamps;
+//   - on run.finished, gen_ai.usage.input_tokens, gen_ai.usage.output_tokens
+//     and cost {currency, total}: the growth of the server's accumulated
+//     stats over the run;
+//   - traceparent on every event of a run (internal/aep/runtrace), so that
+//     log records and the aep connector's spans share their ids.
+//
+// Fields go into data only when the event carries data (capture above
+// none); cause and traceparent are envelope attributes. The Decorator is
+// pure like the mapping: it runs over Conversation's output, so the pinned
+// field maps stay exactly as the fixture has them. Its state (DecoratorState)
+// must be kept and restored together with the socket cursor: a run's stats
+// baseline is only right if every stats update since it was seen.
+type Decorator struct {
+	s DecoratorState
+}
+
+// DecoratorState is what a Decorator remembers between events.
+type DecoratorState struct {
+	// Tools are the tool calls awaiting an answer, by tool_call_id (or the
+	// action's event id when the call has none).
+	Tools map[string]ToolCall `json:"tools,omitempty"`
+	// RunStartedAt is the vendor timestamp of the open run's start, "" if
+	// no run is open.
+	RunStartedAt string `json:"run_started_at,omitempty"`
+	// RunBaseline is the stats when the open run started.
+	RunBaseline Stats `json:"run_baseline,omitempty"`
+	// AttentionAt is the vendor timestamp of the pending attention request.
+	AttentionAt string `json:"attention_at,omitempty"`
+	// Stats are the server's accumulated stats as last reported; nil until
+	// the server reported any.
+	Stats Stats `json:"stats,omitempty"`
+}
+
+// ToolCall is one tool call awaiting its answer.
+type ToolCall struct {
+	RequestedID string `json:"requested_id"`
+	At          string `json:"at"` // the action's vendor timestamp
+}
+
+// Stats are accumulated LLM figures per usage id, as the server's stats
+// report them (usage_to_metrics).
+type Stats map[string]Usage
+
+// Usage is one usage id's accumulated figures.
+type Usage struct {
+	PromptTokens     int64   `json:"prompt_tokens"`
+	CompletionTokens int64   `json:"completion_tokens"`
+	Cost             float64 `json:"cost"`
+	// HasCost says the server reported accumulated_cost.
+	HasCost bool `json:"has_cost,omitempty"`
+}
+
+// NewDecorator returns a Decorator resuming from state.
+func NewDecorator(state DecoratorState) *Decorator { return &Decorator{s: state} }
+
+// State returns the decorator's state, for persisting.
+func (d *Decorator) State() DecoratorState { return d.s }
+
+// Decorate fills in the events Conversation.Map returned for ev.
+func (d *Decorator) Decorate(ev Event, out []*aep.Event) {
+	if ev.kind == "ConversationStateUpdateEvent" {
+		d.observeStats(ev.Fields)
+	}
+	d.decorate(ev.timestamp, ev.Fields, out)
+}
+
+// DecorateEnd fills in the events Conversation.End returned; vendorTS is
+// the one End was given.
+func (d *Decorator) DecorateEnd(vendorTS string, out []*aep.Event) {
+	d.decorate(vendorTS, nil, out)
+}
+
+func (d *Decorator) decorate(ts string, fields map[string]any, out []*aep.Event) {
+	at, timed := parseVendorTime(ts)
+	for _, o := range out {
+		switch o.Type {
+		case "tool.requested":
+			d.requested(toolKey(fields, str(fields, "id")), o.ID, ts)
+		case "tool.completed", "tool.failed", "tool.denied", VendorType("UserRejectObservation"):
+			d.answered(o, toolKey(fields, str(fields, "action_id")), at, timed)
+		case typeAttentionRequested:
+			d.s.AttentionAt = ts
+		case typeAttentionResolved:
+			if start, ok := parseVendorTime(d.s.AttentionAt); ok && timed {
+				set(o, "latency_ms", millis(at.Sub(start)))
+			}
+			d.s.AttentionAt = ""
+		case typeRunStarted:
+			d.s.RunStartedAt, d.s.RunBaseline = ts, d.s.Stats.clone()
+		case typeRunFinished, typeRunFailed, typeRunCancelled:
+			d.runEnded(o, at, timed)
+		}
+		if pos, ok := runtrace.Locate(o); ok {
+			o.Traceparent = pos.Traceparent()
+		}
+	}
+}
+
+// toolKey names a tool call: its tool_call_id, else the action event id.
+func toolKey(fields map[string]any, actionID string) string {
+	if id := str(fields, "tool_call_id"); id != "" {
+		return "call " + id
+	}
+	if actionID != "" {
+		return "action " + actionID
+	}
+	return ""
+}
+
+func (d *Decorator) requested(key, id, ts string) {
+	if key == "" {
+		return
+	}
+	if d.s.Tools == nil {
+		d.s.Tools = make(map[string]ToolCall)
+	}
+	if _, ok := d.s.Tools[key]; !ok && len(d.s.Tools) >= maxOpenToolCalls {
+		d.forgetOldestTool()
+	}
+	d.s.Tools[key] = ToolCall{RequestedID: id, At: ts}
+}
+
+func (d *Decorator) forgetOldestTool() {
+	oldest, first := "", true
+	for k, c := range d.s.Tools {
+		if first || c.At < d.s.Tools[oldest].At {
+			oldest, first = k, false
+		}
+	}
+	delete(d.s.Tools, oldest)
+}
+
+func (d *Decorator) answered(o *aep.Event, key string, at time.Time, timed bool) {
+	call, ok := d.s.Tools[key]
+	if !ok {
+		return
+	}
+	delete(d.s.Tools, key)
+	if o.Cause == "" {
+		o.Cause = call.RequestedID
+	}
+	if o.Type != "tool.completed" && o.Type != "tool.failed" {
+		return // tool.denied has no duration_ms
+	}
+	if start, ok := parseVendorTime(call.At); ok && timed {
+		set(o, "duration_ms", millis(at.Sub(start)))
+	}
+}
+
+// runEnded puts the run's duration on its terminal and, on run.finished
+// (the only terminal whose schema has usage and cost), the stats' growth
+// since the run started. Nothing is put when the run's start or the
+// server's stats were not seen.
+func (d *Decorator) runEnded(o *aep.Event, at time.Time, timed bool) {
+	started := d.s.RunStartedAt
+	baseline := d.s.RunBaseline
+	d.s.RunStartedAt, d.s.RunBaseline = "", nil
+	start, ok := parseVendorTime(started)
+	if !ok {
+		return
+	}
+	if timed {
+		set(o, "duration_ms", millis(at.Sub(start)))
+	}
+	if o.Type != typeRunFinished || d.s.Stats == nil {
+		return
+	}
+	end, begin := d.s.Stats.total(), baseline.total()
+	set(o, "gen_ai.usage.input_tokens", integer(end.PromptTokens-begin.PromptTokens))
+	set(o, "gen_ai.usage.output_tokens", integer(end.CompletionTokens-begin.CompletionTokens))
+	if end.HasCost {
+		// litellm, which computes the server's costs, prices in US dollars.
+		set(o, "cost", map[string]any{"currency": "USD", "total": decimal(end.Cost - begin.Cost)})
+	}
+}
+
+// observeStats takes the accumulated figures of a stats update or a
+// full_state snapshot. Figures only grow, so each is kept at its maximum:
+// a stale snapshot (the connect-time full_state) cannot move them back.
+func (d *Decorator) observeStats(f map[string]any) {
+	var stats map[string]any
+	switch str(f, "key") {
+	case "stats":
+		stats, _ = f["value"].(map[string]any)
+	case "full_state":
+		state, _ := f["value"].(map[string]any)
+		stats, _ = state["stats"].(map[string]any)
+	}
+	byID, ok := stats["usage_to_metrics"].(map[string]any)
+	if !ok {
+		return
+	}
+	if d.s.Stats == nil {
+		d.s.Stats = make(Stats, len(byID))
+	}
+	for id, raw := range byID {
+		m, _ := raw.(map[string]any)
+		tokens, _ := m["accumulated_token_usage"].(map[string]any)
+		u := d.s.Stats[id]
+		u.PromptTokens = max(u.PromptTokens, intField(tokens, "prompt_tokens"))
+		u.CompletionTokens = max(u.CompletionTokens, intField(tokens, "completion_tokens"))
+		if cost, ok := floatField(m, "accumulated_cost"); ok {
+			u.Cost, u.HasCost = max(u.Cost, cost), true
+		}
+		d.s.Stats[id] = u
+	}
+}
+
+func (s Stats) clone() Stats {
+	if s == nil {
+		return nil
+	}
+	c := make(Stats, len(s))
+	for k, v := range s {
+		c[k] = v
+	}
+	return c
+}
+
+// total sums the figures of every usage id (the agent's LLM, a condenser's).
+func (s Stats) total() Usage {
+	var t Usage
+	for _, u := range s {
+		t.PromptTokens += u.PromptTokens
+		t.CompletionTokens += u.CompletionTokens
+		t.Cost += u.Cost
+		t.HasCost = t.HasCost || u.HasCost
+	}
+	return t
+}
+
+func parseVendorTime(ts string) (time.Time, bool) {
+	if ts == "" {
+		return time.Time{}, false
+	}
+	t := vendorTime(ts, time.Time{})
+	return t, !t.IsZero()
+}
+
+// millis is a non-negative duration in whole milliseconds, as a JSON integer.
+func millis(d time.Duration) json.Number { return integer(d.Milliseconds()) }
+
+func integer(n int64) json.Number { return json.Number(strconv.FormatInt(max(n, 0), 10)) }
+
+// decimal renders a cost difference to the pico-unit, which drops the
+// float noise of subtracting two accumulated sums (0.0123, not
+// 0.012299999999999998).
+func decimal(f float64) json.Number {
+	s := strconv.FormatFloat(max(f, 0), 'f', 12, 64)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	return json.Number(s)
+}
+
+func intField(m map[string]any, k string) int64 {
+	n, _ := m[k].(json.Number)
+	i, err := n.Int64()
+	if err != nil {
+		f, _ := n.Float64()
+		return int64(f)
+	}
+	return i
+}
+
+func floatField(m map[string]any, k string) (float64, bool) {
+	n, ok := m[k].(json.Number)
+	if !ok {
+		return 0, false
+	}
+	f, err := n.Float64()
+	return f, err == nil
+}
