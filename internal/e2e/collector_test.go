@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusexporter"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/provider/yamlprovider"
@@ -19,6 +20,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/otelcol-openhands/otelcol-openhands/connector/aepconnector"
 	"github.com/otelcol-openhands/otelcol-openhands/exporter/aeprelayexporter"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
 )
@@ -49,6 +51,11 @@ type pipelineConfig struct {
 	// storage is a directory for the receiver's state (counting_storage,
 	// file_storage that counts what it writes); "" runs without storage.
 	storage string
+	// traces is the OTLP/HTTP traces sink's base URL and prometheus the
+	// prometheus exporter's host:port; either adds the aep connector,
+	// feeding a traces pipeline to the sink and a metrics pipeline to the
+	// exporter.
+	traces, prometheus string
 }
 
 // yaml renders the collector configuration: short timings everywhere so
@@ -113,6 +120,19 @@ exporters:
     endpoint: %s%s
 `, c.otlp, retry)
 	}
+	connected := c.traces != "" || c.prometheus != ""
+	if connected {
+		exporters = append(exporters, "aep")
+		fmt.Fprintf(&b, `
+  otlp_http/traces:
+    traces_endpoint: %s/v1/traces
+    compression: none%s
+  prometheus:
+    endpoint: %s
+connectors:
+  aep:
+`, c.traces, retry, c.prometheus)
+	}
 	fmt.Fprintf(&b, `
 service:
   extensions: %s
@@ -125,6 +145,16 @@ service:
       processors: [batch]
       exporters: [%s]
 `, extensions, strings.Join(exporters, ", "))
+	if connected {
+		b.WriteString(`
+    traces:
+      receivers: [aep]
+      exporters: [otlp_http/traces]
+    metrics:
+      receivers: [aep]
+      exporters: [prometheus]
+`)
+	}
 	return b.String()
 }
 
@@ -139,7 +169,8 @@ func factories() (otelcol.Factories, error) {
 	if err != nil {
 		return otelcol.Factories{}, fmt.Errorf("processor factories: %w", err)
 	}
-	exporters, err := otelcol.MakeFactoryMap(aeprelayexporter.NewFactory(), otlphttpexporter.NewFactory())
+	exporters, err := otelcol.MakeFactoryMap(aeprelayexporter.NewFactory(), otlphttpexporter.NewFactory(),
+		prometheusexporter.NewFactory())
 	if err != nil {
 		return otelcol.Factories{}, fmt.Errorf("exporter factories: %w", err)
 	}
@@ -147,11 +178,16 @@ func factories() (otelcol.Factories, error) {
 	if err != nil {
 		return otelcol.Factories{}, fmt.Errorf("extension factories: %w", err)
 	}
+	connectors, err := otelcol.MakeFactoryMap(aepconnector.NewFactory())
+	if err != nil {
+		return otelcol.Factories{}, fmt.Errorf("connector factories: %w", err)
+	}
 	return otelcol.Factories{
 		Extensions: extensions,
 		Receivers:  receivers,
 		Processors: processors,
 		Exporters:  exporters,
+		Connectors: connectors,
 		Telemetry:  otelconftelemetry.NewFactory(),
 	}, nil
 }
