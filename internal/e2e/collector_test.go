@@ -125,8 +125,7 @@ exporters:
 		exporters = append(exporters, "aep")
 		fmt.Fprintf(&b, `
   otlp_http/traces:
-    traces_endpoint: %s/v1/traces
-    compression: none%s
+    traces_endpoint: %s/v1/traces%s
   prometheus:
     endpoint: %s
 connectors:

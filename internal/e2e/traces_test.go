@@ -1,15 +1,6 @@
 package e2e
 
 import (
-	"bufio"
-	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"net/http/httptest"
-	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,114 +8,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrysink"
 )
-
-// traceSink is an OTLP/HTTP traces endpoint on loopback.
-type traceSink struct {
-	srv *httptest.Server
-
-	mu    sync.Mutex
-	spans []ptrace.Span
-}
-
-func startTraceSink(tb testing.TB) *traceSink {
-	tb.Helper()
-	s := &traceSink{}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw, err := io.ReadAll(io.LimitReader(r.Body, maxExportBody))
-		req := ptraceotlp.NewExportRequest()
-		if err == nil && r.URL.Path == "/v1/traces" && r.Header.Get("Content-Encoding") == "" {
-			err = req.UnmarshalProto(raw)
-		} else if err == nil {
-			err = fmt.Errorf("unexpected %s %s (encoding %q)", r.Method, r.URL.Path, r.Header.Get("Content-Encoding"))
-		}
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		s.mu.Lock()
-		for _, rs := range req.Traces().ResourceSpans().All() {
-			for _, ss := range rs.ScopeSpans().All() {
-				for _, span := range ss.Spans().All() {
-					s.spans = append(s.spans, span)
-				}
-			}
-		}
-		s.mu.Unlock()
-		resp, _ := ptraceotlp.NewExportResponse().MarshalProto()
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		_, _ = w.Write(resp)
-	}))
-	tb.Cleanup(s.srv.Close)
-	return s
-}
-
-func (s *traceSink) all() []ptrace.Span {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]ptrace.Span(nil), s.spans...)
-}
-
-// freeAddr returns a loopback host:port nothing listens on (the prometheus
-// exporter takes an address, not a listener).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
-
-// scrape reads the prometheus exporter's samples: "name{labels}" → value.
-func scrape(t *testing.T, addr string) map[string]float64 {
-	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return nil
-	}
-	defer resp.Body.Close()
-	samples := make(map[string]float64)
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-			samples[line[:i]] = v
-		}
-	}
-	return samples
-}
-
-// sample sums the samples of metric whose labels include every pair given.
-func sample(samples map[string]float64, metric string, labels ...string) (float64, bool) {
-	var sum float64
-	found := false
-	for key, v := range samples {
-		name, rest, _ := strings.Cut(key, "{")
-		if name != metric {
-			continue
-		}
-		match := true
-		for i := 0; i+1 < len(labels); i += 2 {
-			if !strings.Contains(rest, labels[i]+`="`+labels[i+1]+`"`) {
-				match = false
-			}
-		}
-		if match {
-			sum, found = sum+v, true
-		}
-	}
-	return sum, found
-}
 
 // statsValue is the server's stats state field with one usage id.
 func statsValue(prompt, completion int, cost float64) map[string]any {
@@ -154,15 +42,18 @@ func spanDuration(s ptrace.Span) time.Duration {
 // and the scraped token and cost totals are the server's own stats.
 func TestRunAsTraceAndMetrics(t *testing.T) {
 	e := newEnv(t)
-	traces := startTraceSink(t)
-	prom := freeAddr(t)
-	e.start(pipelineConfig{traces: traces.srv.URL, prometheus: prom})
+	traces, err := telemetrysink.StartTraces()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = traces.Close() })
+	prom, err := telemetrysink.FreeLoopbackAddr()
+	require.NoError(t, err)
+	e.start(pipelineConfig{traces: traces.URL(), prometheus: prom})
 	conv := e.newConversation()
 	e.awaitLive(conv, 1)
 
 	s := newScript(t, conv)
 	s.play(0, 3) // message, running, the first call
-	_, err := conv.SetState("stats", statsValue(1200, 80, 0.0042))
+	_, err = conv.SetState("stats", statsValue(1200, 80, 0.0042))
 	require.NoError(t, err)
 	s.play(3, 9) // its result, the confirmed call failing, the answer
 	_, err = conv.SetState("stats", statsValue(2600, 310, 0.0113))
@@ -170,7 +61,7 @@ func TestRunAsTraceAndMetrics(t *testing.T) {
 	s.play(9, 10) // finished
 
 	var spans []ptrace.Span
-	require.Eventually(t, func() bool { spans = traces.all(); return len(spans) >= 4 }, waitFor, tick,
+	require.Eventually(t, func() bool { spans = traces.Spans(); return len(spans) >= 4 }, waitFor, tick,
 		"run, two tool calls and the attention wait")
 	require.Len(t, spans, 4)
 	byName := make(map[string][]ptrace.Span)
@@ -262,12 +153,13 @@ func TestRunAsTraceAndMetrics(t *testing.T) {
 	assert.Equal(t, countRunEvents(events), inRun, "every event of the run carries the trace")
 
 	// The scraped totals are the server's own stats.
-	var samples map[string]float64
+	var samples telemetrysink.Samples
 	require.Eventually(t, func() bool {
-		samples = scrape(t, prom)
-		_, ok := sample(samples, "aep_run_cost_total")
+		samples, _ = telemetrysink.Scrape("http://" + prom + "/metrics")
+		_, ok := samples.Sum("aep_run_cost_total")
 		return ok
 	}, waitFor, tick, "the prometheus exporter serves the run's cost")
+	assert.Empty(t, traces.Refused())
 	for _, tc := range []struct {
 		metric string
 		labels []string
@@ -279,7 +171,7 @@ func TestRunAsTraceAndMetrics(t *testing.T) {
 		{"gen_ai_client_operation_duration_seconds_count", []string{"gen_ai_operation_name", "execute_tool"}, 2},
 		{"aep_attention_wait_duration_seconds_count", nil, 1},
 	} {
-		got, ok := sample(samples, tc.metric, tc.labels...)
+		got, ok := samples.Sum(tc.metric, tc.labels...)
 		if assert.True(t, ok, "%s%v not scraped; have %v", tc.metric, tc.labels, keys(samples)) {
 			assert.InDelta(t, tc.want, got, 1e-9, "%s%v", tc.metric, tc.labels)
 		}
@@ -296,7 +188,7 @@ func countRunEvents(evs []*aep.Event) int {
 	return n
 }
 
-func keys(m map[string]float64) []string {
+func keys(m telemetrysink.Samples) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
