@@ -2,8 +2,12 @@
 // OpenHands agent server and an AEP relay, runs the built collector against
 // them with testdata/demo-config.yaml, plays one scripted conversation (a
 // tool call, an approval, a failing tool, a finish, a deletion) and prints
-// every AEP event as it reaches the relay. It stops by itself and exits
-// non-zero if the relay saw a protocol violation or the scenario stalled.
+// every AEP event as it reaches the relay, then the run as a span waterfall
+// (from the aep connector, via an OTLP traces sink) with its token and cost
+// totals (scraped from the prometheus exporter). The collector's own log
+// goes to a file the demo names, and is shown when something fails. It
+// stops by itself and exits non-zero if the relay saw a protocol violation
+// or the scenario stalled.
 package main
 
 import (
@@ -19,13 +23,13 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aeprelaytest"
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrysink"
 )
 
 const (
@@ -49,7 +53,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, collectorBin, config string) error {
+func run(ctx context.Context, collectorBin, config string) (err error) {
 	agents, err := oh.NewServer(oh.Config{SessionAPIKeys: []string{sessionKey}})
 	if err != nil {
 		return err
@@ -60,17 +64,32 @@ func run(ctx context.Context, collectorBin, config string) error {
 		return err
 	}
 	defer relay.Close()
+	traces, err := telemetrysink.StartTraces()
+	if err != nil {
+		return err
+	}
+	defer traces.Close()
+	prometheus, err := telemetrysink.FreeLoopbackAddr()
+	if err != nil {
+		return err
+	}
 	conv, err := agents.CreateConversation(oh.ConversationOptions{Title: "Fix the failing test"})
 	if err != nil {
 		return err
 	}
 	say("agent server %s, relay %s, conversation %s", agents.URL(), relay.URL(), conv.ID())
 
-	col, err := startCollector(collectorBin, config, agents.URL(), relay.URL())
+	col, err := startCollector(collectorBin, config, agents.URL(), relay.URL(), traces.URL(), prometheus)
 	if err != nil {
 		return err
 	}
 	defer col.stop()
+	say("collector log: %s", col.logPath)
+	defer func() {
+		if err != nil {
+			col.showLog()
+		}
+	}()
 
 	printed := 0
 	printNew := func() {
@@ -88,8 +107,8 @@ func run(ctx context.Context, collectorBin, config string) error {
 			select {
 			case <-ctx.Done():
 				return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-			case err := <-col.exited:
-				return fmt.Errorf("waiting for %s: the collector exited: %v", what, err)
+			case <-col.exited:
+				return fmt.Errorf("waiting for %s: the collector exited: %v", what, col.exitErr)
 			case <-t.C:
 			}
 		}
@@ -124,6 +143,10 @@ func run(ctx context.Context, collectorBin, config string) error {
 	if err := waitFor("session.ended", seen("session.ended")); err != nil {
 		return err
 	}
+	// The run, its three tool calls and the wait for approval.
+	if err := showRun(ctx, os.Stdout, traces, "http://"+prometheus+"/metrics", 5); err != nil {
+		return err
+	}
 
 	violations := relay.Violations()
 	say("%d AEP events reached the relay; %d protocol or stream violations", len(relay.Events()), len(violations))
@@ -152,22 +175,36 @@ func playScenario(conv *oh.Conversation) error {
 	status := func(s string) func() error {
 		return func() error { _, err := conv.SetStatus(s); return err }
 	}
+	// stats is the server's accumulated LLM usage, updated after each call.
+	stats := func(prompt, completion int, cost float64) func() error {
+		return func() error {
+			_, err := conv.SetState("stats", map[string]any{"usage_to_metrics": map[string]any{"agent": map[string]any{
+				"model_name": "openai/demo", "accumulated_cost": cost,
+				"accumulated_token_usage": map[string]any{"prompt_tokens": prompt, "completion_tokens": completion},
+			}}})
+			return err
+		}
+	}
 	steps := []func() error{
 		step(func() error {
 			_, err := conv.SendUserMessage("The unit tests fail; please fix them.", false)
 			return err
 		}),
 		status(oh.StatusRunning),
+		stats(1830, 96, 0.00671),
 		appendEv(&act1, oh.ActionEvent(oh.ActionSpec{Action: map[string]any{"kind": "TerminalAction", "command": "pytest -q"}, SecurityRisk: "LOW", Thought: "Run the tests first."})),
 		func() error { return appendEv(nil, oh.ObservationEvent(act1, "1 failed, 41 passed", false))() },
+		stats(3950, 214, 0.01422),
 		appendEv(&act2, oh.ActionEvent(oh.ActionSpec{Action: map[string]any{"kind": "TerminalAction", "command": "pip install -r requirements.txt"}, SecurityRisk: "MEDIUM"})),
 		status(oh.StatusWaitingForConfirmation), // the confirmation policy stops here
 		status(oh.StatusRunning),                // a human approved it in the OpenHands UI
 		func() error {
 			return appendEv(nil, oh.ObservationEvent(act2, "ERROR: Could not find a version that satisfies the requirement", true))()
 		},
+		stats(6420, 388, 0.02315),
 		appendEv(&act3, oh.ActionEvent(oh.ActionSpec{ToolName: "file_editor", Action: map[string]any{"kind": "FileEditorAction", "command": "str_replace", "path": "/workspace/app.py"}})),
 		func() error { return appendEv(nil, oh.ObservationEvent(act3, "The file has been edited.", false))() },
+		stats(9105, 541, 0.03262),
 		appendEv(nil, oh.MessageEvent("agent", "Fixed the off-by-one in app.py; all 42 tests pass.")),
 		func() error { return conv.FinishRun(oh.StatusFinished) },
 	}
@@ -197,41 +234,50 @@ func say(format string, args ...any) {
 }
 
 // collectorProcess is the built distribution running as a child process,
-// its output prefixed so it reads apart from the relay's lines.
+// its output in a log file so that it never interleaves with the event lines.
 type collectorProcess struct {
-	cmd    *exec.Cmd
-	exited chan error
-	output sync.WaitGroup
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when the process has exited
+	exitErr error         // why; read after exited
+	logPath string
 }
 
-func startCollector(bin, config, agentServer, relay string) (*collectorProcess, error) {
+func startCollector(bin, config, agentServer, relay, traces, prometheus string) (*collectorProcess, error) {
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("collector binary %s: %w (run `make build` first)", bin, err)
 	}
+	log, err := os.CreateTemp("", "otelcol-openhands-demo-*.log")
+	if err != nil {
+		return nil, fmt.Errorf("collector log file: %w", err)
+	}
+	defer log.Close() // the child has its own descriptor
 	cmd := exec.Command(bin, "--config", config)
 	cmd.Env = append(os.Environ(),
 		"DEMO_AGENT_SERVER="+agentServer, "DEMO_SESSION_API_KEY="+sessionKey,
-		"DEMO_RELAY="+relay, "DEMO_RELAY_TOKEN="+relayToken)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
+		"DEMO_RELAY="+relay, "DEMO_RELAY_TOKEN="+relayToken,
+		"DEMO_TRACES="+traces, "DEMO_PROMETHEUS="+prometheus)
+	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start collector: %w", err)
 	}
-	p := &collectorProcess{cmd: cmd, exited: make(chan error, 1)}
-	for _, r := range []io.Reader{stdout, stderr} {
-		p.output.Go(func() { prefixLines(r) })
-	}
+	p := &collectorProcess{cmd: cmd, exited: make(chan struct{}), logPath: log.Name()}
 	go func() {
-		p.output.Wait()
-		p.exited <- cmd.Wait()
+		p.exitErr = cmd.Wait()
+		close(p.exited)
 	}()
 	return p, nil
+}
+
+// showLog prints the collector's log, trimmed, after a failure.
+func (p *collectorProcess) showLog() {
+	f, err := os.Open(p.logPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo  | cannot read the collector log:", err)
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(os.Stderr, "demo  | the collector's log (%s):\n", p.logPath)
+	prefixLines(os.Stderr, f)
 }
 
 // logNoise is what every collector log line repeats: the service resource
@@ -240,7 +286,7 @@ var logNoise = regexp.MustCompile(`"resource": \{[^}]*\}(, )?|"otelcol\.[a-z.]+"
 
 // prefixLines copies the collector's log, trimmed to what a reader needs:
 // level, message and the fields that differ from line to line.
-func prefixLines(r io.Reader) {
+func prefixLines(w io.Writer, r io.Reader) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	for sc.Scan() {
@@ -250,7 +296,7 @@ func prefixLines(r io.Reader) {
 			fields = slices.DeleteFunc(fields[1:], func(f string) bool { return strings.Contains(f, ".go:") })
 		}
 		line := logNoise.ReplaceAllString(strings.Join(fields, " "), "")
-		fmt.Println("collector | " + strings.TrimSuffix(line, " {}"))
+		fmt.Fprintln(w, "collector | "+strings.TrimSuffix(line, " {}"))
 	}
 }
 

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrysink"
+)
+
+// barWidth is the width of the waterfall's timeline column.
+const barWidth = 40
+
+// showRun waits for the run's trace (the root span and as many children as
+// want) and its scraped totals, then prints the waterfall and the totals.
+func showRun(ctx context.Context, w io.Writer, traces *telemetrysink.Traces, metricsURL string, want int) error {
+	var spans []ptrace.Span
+	var samples telemetrysink.Samples
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		spans = traces.Spans()
+		samples, _ = telemetrysink.Scrape(metricsURL)
+		_, costed := samples.Sum("aep_run_cost_total")
+		if len(spans) >= want && costed {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the run's %d spans (have %d) and its cost metric: %w; traces refused: %v",
+				want, len(spans), ctx.Err(), traces.Refused())
+		case <-t.C:
+		}
+	}
+	writeWaterfall(w, spans)
+	input, _ := samples.Sum("gen_ai_client_token_usage_sum", "gen_ai_token_type", "input")
+	output, _ := samples.Sum("gen_ai_client_token_usage_sum", "gen_ai_token_type", "output")
+	cost, _ := samples.Sum("aep_run_cost_total", "aep_cost_currency", "USD")
+	fmt.Fprintf(w, "totals   | %.0f input tokens, %.0f output tokens, %g USD (scraped from %s)\n", input, output, cost, metricsURL)
+	return nil
+}
+
+// writeWaterfall prints each trace: the root span, then its children in
+// start order, with offset from the root's start, duration, status and a
+// timeline bar.
+func writeWaterfall(w io.Writer, spans []ptrace.Span) {
+	slices.SortStableFunc(spans, func(a, b ptrace.Span) int { return cmp.Compare(a.StartTimestamp(), b.StartTimestamp()) })
+	for _, root := range spans {
+		if !root.ParentSpanID().IsEmpty() {
+			continue
+		}
+		start, end := root.StartTimestamp().AsTime(), root.EndTimestamp().AsTime()
+		total := end.Sub(start)
+		fmt.Fprintf(w, "waterfall| trace %s\n", root.TraceID())
+		fmt.Fprintf(w, "waterfall| %-34s %9s %9s  %-18s %s\n", "span", "offset", "duration", "status", "timeline")
+		writeSpanLine(w, root, "", start, total)
+		for _, s := range spans {
+			if s.TraceID() == root.TraceID() && s.ParentSpanID() == root.SpanID() {
+				writeSpanLine(w, s, "  ", start, total)
+			}
+		}
+	}
+}
+
+func writeSpanLine(w io.Writer, s ptrace.Span, indent string, origin time.Time, total time.Duration) {
+	offset := s.StartTimestamp().AsTime().Sub(origin)
+	d := s.EndTimestamp().AsTime().Sub(s.StartTimestamp().AsTime())
+	status := "ok"
+	if s.Status().Code() == ptrace.StatusCodeError {
+		status = "error"
+		if t, ok := s.Attributes().Get("error.type"); ok {
+			status += " (" + t.Str() + ")"
+		}
+	}
+	fmt.Fprintf(w, "waterfall| %-34s %9s %9s  %-18s |%s|\n", indent+s.Name(),
+		"+"+offset.Round(time.Millisecond).String(), d.Round(time.Millisecond).String(), status, bar(offset, d, total))
+}
+
+// bar draws [offset, offset+d) on a barWidth-wide timeline of total.
+func bar(offset, d, total time.Duration) string {
+	if total <= 0 {
+		return strings.Repeat("█", barWidth)
+	}
+	from := min(barWidth-1, int(int64(barWidth)*int64(max(offset, 0))/int64(total)))
+	to := min(barWidth, max(from+1, int((int64(barWidth)*int64(offset+d)+int64(total)-1)/int64(total))))
+	return strings.Repeat(" ", from) + strings.Repeat("█", to-from) + strings.Repeat(" ", barWidth-to)
+}
