@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"compress/gzip"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -12,10 +10,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
-)
 
-// maxExportBody bounds one OTLP export the sink accepts.
-const maxExportBody = 64 << 20
+	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrysink"
+)
 
 // otlpSink is an OTLP/HTTP logs endpoint on loopback that decodes every
 // protobuf export and keeps its records.
@@ -50,39 +47,14 @@ func (s *otlpSink) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.exports = append(s.exports, logs)
 	s.mu.Unlock()
-	resp, err := plogotlp.NewExportResponse().MarshalProto()
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(resp)
+	telemetrysink.WriteResponse(w, plogotlp.NewExportResponse().MarshalProto)
 }
 
 // decodeExport reads one OTLP/HTTP protobuf logs export, gzip or plain.
 func decodeExport(r *http.Request) (plog.Logs, int, error) {
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/logs" {
-		return plog.Logs{}, http.StatusNotFound, fmt.Errorf("unexpected %s %s", r.Method, r.URL.Path)
-	}
-	if ct := r.Header.Get("Content-Type"); ct != "application/x-protobuf" {
-		return plog.Logs{}, http.StatusUnsupportedMediaType, fmt.Errorf("content type %q is not protobuf", ct)
-	}
-	var body io.Reader = r.Body
-	switch enc := r.Header.Get("Content-Encoding"); enc {
-	case "", "identity":
-	case "gzip":
-		gz, err := gzip.NewReader(r.Body)
-		if err != nil {
-			return plog.Logs{}, http.StatusBadRequest, fmt.Errorf("open gzip body: %w", err)
-		}
-		defer gz.Close()
-		body = gz
-	default:
-		return plog.Logs{}, http.StatusUnsupportedMediaType, fmt.Errorf("content encoding %q", enc)
-	}
-	raw, err := io.ReadAll(io.LimitReader(body, maxExportBody))
+	raw, status, err := telemetrysink.ReadExport(r, "/v1/logs")
 	if err != nil {
-		return plog.Logs{}, http.StatusBadRequest, fmt.Errorf("read export body: %w", err)
+		return plog.Logs{}, status, err
 	}
 	req := plogotlp.NewExportRequest()
 	if err := req.UnmarshalProto(raw); err != nil {

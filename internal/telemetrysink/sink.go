@@ -51,50 +51,28 @@ func (s *Traces) URL() string { return s.url }
 func (s *Traces) Close() error { return s.srv.Close() }
 
 func (s *Traces) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	spans, err := decode(r)
+	spans, status, err := decodeTraces(r)
 	if err != nil {
 		s.mu.Lock()
 		s.refused = append(s.refused, err.Error())
 		s.mu.Unlock()
-		http.Error(w, err.Error(), http.StatusBadRequest)
+		http.Error(w, err.Error(), status)
 		return
 	}
 	s.mu.Lock()
 	s.spans = append(s.spans, spans...)
 	s.mu.Unlock()
-	resp, err := ptraceotlp.NewExportResponse().MarshalProto()
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(resp)
+	WriteResponse(w, ptraceotlp.NewExportResponse().MarshalProto)
 }
 
-func decode(r *http.Request) ([]ptrace.Span, error) {
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/traces" {
-		return nil, fmt.Errorf("unexpected %s %s", r.Method, r.URL.Path)
-	}
-	var body io.Reader = r.Body
-	switch enc := r.Header.Get("Content-Encoding"); enc {
-	case "", "identity":
-	case "gzip":
-		gz, err := gzip.NewReader(r.Body)
-		if err != nil {
-			return nil, fmt.Errorf("open gzip body: %w", err)
-		}
-		defer gz.Close()
-		body = gz
-	default:
-		return nil, fmt.Errorf("content encoding %q", enc)
-	}
-	raw, err := io.ReadAll(io.LimitReader(body, maxBody))
+func decodeTraces(r *http.Request) ([]ptrace.Span, int, error) {
+	raw, status, err := ReadExport(r, "/v1/traces")
 	if err != nil {
-		return nil, fmt.Errorf("read export: %w", err)
+		return nil, status, err
 	}
 	req := ptraceotlp.NewExportRequest()
 	if err := req.UnmarshalProto(raw); err != nil {
-		return nil, fmt.Errorf("decode OTLP traces export: %w", err)
+		return nil, http.StatusBadRequest, fmt.Errorf("decode OTLP traces export: %w", err)
 	}
 	var out []ptrace.Span
 	for _, rs := range req.Traces().ResourceSpans().All() {
@@ -104,7 +82,47 @@ func decode(r *http.Request) ([]ptrace.Span, error) {
 			}
 		}
 	}
-	return out, nil
+	return out, http.StatusOK, nil
+}
+
+// ReadExport reads the body of one OTLP/HTTP protobuf export POSTed to
+// path, plain or gzip, or says why it is refused and with which status.
+func ReadExport(r *http.Request, path string) ([]byte, int, error) {
+	if r.Method != http.MethodPost || r.URL.Path != path {
+		return nil, http.StatusNotFound, fmt.Errorf("unexpected %s %s", r.Method, r.URL.Path)
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "application/x-protobuf" {
+		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("content type %q is not protobuf", ct)
+	}
+	var body io.Reader = r.Body
+	switch enc := r.Header.Get("Content-Encoding"); enc {
+	case "", "identity":
+	case "gzip":
+		gz, err := gzip.NewReader(r.Body)
+		if err != nil {
+			return nil, http.StatusBadRequest, fmt.Errorf("open gzip body: %w", err)
+		}
+		defer gz.Close()
+		body = gz
+	default:
+		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("content encoding %q", enc)
+	}
+	raw, err := io.ReadAll(io.LimitReader(body, maxBody))
+	if err != nil {
+		return nil, http.StatusBadRequest, fmt.Errorf("read export body: %w", err)
+	}
+	return raw, http.StatusOK, nil
+}
+
+// WriteResponse answers an accepted export with the marshalled response.
+func WriteResponse(w http.ResponseWriter, marshal func() ([]byte, error)) {
+	resp, err := marshal()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	_, _ = w.Write(resp)
 }
 
 // Spans returns every span received so far, in arrival order.
