@@ -14,6 +14,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
 )
 
 func goldenEvents(t *testing.T) []*aep.Event {
@@ -106,8 +107,9 @@ func TestMaxSeries(t *testing.T) {
 }
 
 // BenchmarkConnectorPerRecord is the connector's cost per AEP record, both
-// halves, over the golden corpus (compare BenchmarkFromLogRecord in
-// internal/aep/projection, which every record pays first).
+// halves, over the golden corpus, next to "decode": the projection's
+// FromLogRecord over the same records, which every record pays first (and
+// BenchmarkFromLogRecord in internal/aep/projection, one small record).
 func BenchmarkConnectorPerRecord(b *testing.B) {
 	var events []*aep.Event
 	for _, line := range aeptest.Golden(b) {
@@ -121,6 +123,17 @@ func BenchmarkConnectorPerRecord(b *testing.B) {
 	require.NoError(b, err)
 	metrics, err := f.CreateLogsToMetrics(context.Background(), set, cfg, consumertest.NewNop())
 	require.NoError(b, err)
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, rl := range ld.ResourceLogs().All() {
+				if _, err := projection.FromLogRecord(rl.ScopeLogs().At(0).LogRecords().At(0), rl.Resource()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(events)), "ns/record")
+	})
 	for _, half := range []struct {
 		name string
 		c    interface {
