@@ -142,6 +142,18 @@ func TestDecorate(t *testing.T) {
 		assert.Equal(t, map[string]any{"currency": "USD", "total": want.cost}, f.Data["cost"], "run %d", i+1)
 	}
 
+	// Every event between a run's start and its terminal is in the run.
+	open := ""
+	for _, ev := range out {
+		if ev.Type == typeRunStarted {
+			open = ev.Run
+		}
+		assert.Equal(t, open, ev.Run, "%s inside run %q", ev.Type, open)
+		if ev.Type == typeRunFinished {
+			open = ""
+		}
+	}
+
 	for _, ev := range out {
 		pos, inRun := runtrace.Locate(ev)
 		if !inRun {
