@@ -31,6 +31,10 @@ const (
 	maxBatchEvents = 128
 	// vendorTimeLayout is the server's naive isoformat() with microseconds.
 	vendorTimeLayout = "2006-01-02T15:04:05.999999"
+	// usageWait bounds how long a run.finished waits for the stats update
+	// of its run's last LLM response (mapping.Decorator); the server
+	// publishes it within milliseconds of the run's end.
+	usageWait = 2 * time.Second
 )
 
 var (
@@ -96,8 +100,7 @@ func (c *conversation) end(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := c.mapper.End(time.Now(), c.resumeTS) // nil once ended
-	c.decorator.DecorateEnd(c.resumeTS, out)
-	c.mapped = append(c.mapped, out...)
+	c.mapped = append(c.mapped, c.decorator.DecorateEnd(c.resumeTS, out)...)
 	c.flushLocked(ctx)
 	c.markDoneLocked(ctx)
 }
@@ -225,6 +228,7 @@ func (c *conversation) attachOnce(ctx context.Context) (live bool, err error) {
 		idle = t.C
 	}
 	c.connectSnapshotPending = true
+	var usageDue <-chan time.Time // armed while a run.finished waits for its usage
 	for {
 		select {
 		case <-ctx.Done():
@@ -238,12 +242,40 @@ func (c *conversation) attachOnce(ctx context.Context) (live bool, err error) {
 			if len(frames) == 0 {
 				c.flush(ctx) // nothing more waiting: emit what is mapped
 			}
+			usageDue = c.usageTimer(usageDue)
+		case <-usageDue:
+			c.releaseHeld(ctx)
+			usageDue = nil
 		case <-idle:
 			if c.idleExpired(w.idleDetach) {
 				return live, errIdleDetached
 			}
 		}
 	}
+}
+
+// usageTimer arms the wait of a held run.finished, keeps an armed one, or
+// disarms it once nothing is held.
+func (c *conversation) usageTimer(armed <-chan time.Time) <-chan time.Time {
+	c.mu.Lock()
+	holding := c.decorator.Holding()
+	c.mu.Unlock()
+	switch {
+	case !holding:
+		return nil
+	case armed == nil:
+		return time.After(usageWait)
+	default:
+		return armed
+	}
+}
+
+// releaseHeld emits a run.finished that waited usageWait for its usage.
+func (c *conversation) releaseHeld(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mapped = append(c.mapped, c.decorator.Release()...)
+	c.flushLocked(ctx)
 }
 
 // readFrames forwards text frames until the socket fails or stop closes.
@@ -436,7 +468,7 @@ func (c *conversation) handleEvent(ctx context.Context, raw []byte, persisted, c
 	} else {
 		out = c.mapper.Map(ev, now)
 	}
-	c.decorator.Decorate(ev, out)
+	out = c.decorator.Decorate(ev, out)
 	w.tel.mapped(ctx, time.Since(now))
 	c.mapped = append(c.mapped, out...)
 	if len(c.mapped) >= maxBatchEvents {

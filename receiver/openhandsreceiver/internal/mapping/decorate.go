@@ -26,7 +26,8 @@ const maxOpenToolCalls = 256
 //     attention.resolved, all from vendor timestamps;
 //   - on run.finished, gen_ai.usage.input_tokens, gen_ai.usage.output_tokens
 //     and cost {currency, total}: the growth of the server's accumulated
-//     stats over the run;
+//     stats over the run (see Decorate for when run.finished waits for
+//     them);
 //   - traceparent on every event of a run (internal/aep/runtrace), so that
 //     log records and the aep connector's spans share their ids.
 //
@@ -55,6 +56,16 @@ type DecoratorState struct {
 	// Stats are the server's accumulated stats as last reported; nil until
 	// the server reported any.
 	Stats Stats `json:"stats,omitempty"`
+	// RunResponses counts the LLM responses the open run's events came from
+	// (distinct llm_response_ids, LastResponse the latest), RunStatsUpdates
+	// the stats updates seen since it started: the run's usage is complete
+	// once there are as many updates as responses.
+	RunResponses    int    `json:"run_responses,omitempty"`
+	LastResponse    string `json:"last_response,omitempty"`
+	RunStatsUpdates int    `json:"run_stats_updates,omitempty"`
+	// Held is a run.finished (with anything that followed it in its batch)
+	// waiting for the stats of its run's last LLM responses.
+	Held []*aep.Event `json:"held,omitempty"`
 }
 
 // ToolCall is one tool call awaiting its answer.
@@ -82,23 +93,102 @@ func NewDecorator(state DecoratorState) *Decorator { return &Decorator{s: state}
 // State returns the decorator's state, for persisting.
 func (d *Decorator) State() DecoratorState { return d.s }
 
-// Decorate fills in the events Conversation.Map returned for ev.
-func (d *Decorator) Decorate(ev Event, out []*aep.Event) {
+// Decorate fills in the events Conversation.Map returned for ev and
+// returns what to emit now.
+//
+// The server reports a response's usage in a stats update published after
+// the response's own events, and the last one of a run may come after the
+// status that ends the run (recorded on 1.58.2). So a run.finished whose
+// run has seen fewer stats updates than LLM responses is held back, and
+// emitted, with the run's complete usage, before the outputs of the next
+// vendor event, or after the stats update that completes it. If the event
+// that releases it leaves the usage incomplete, it carries none.
+func (d *Decorator) Decorate(ev Event, out []*aep.Event) []*aep.Event {
+	stats := false
 	if ev.kind == "ConversationStateUpdateEvent" {
 		d.observeStats(ev.Fields)
+		switch str(ev.Fields, "key") {
+		case "stats":
+			stats = true
+			if d.s.RunStartedAt != "" || d.s.Held != nil {
+				d.s.RunStatsUpdates++
+			}
+		case "full_state":
+			// The server publishes a run's closing snapshot only once its
+			// pending events are out: its stats are the run's final ones.
+			if d.s.Held != nil {
+				d.s.RunStatsUpdates = max(d.s.RunStatsUpdates, d.s.RunResponses)
+			}
+		}
 	}
-	d.decorate(ev.timestamp, ev.Fields, out)
+	d.countResponse(ev)
+	var emit []*aep.Event
+	if d.s.Held != nil && !(stats && !d.settled()) {
+		emit = d.release()
+	}
+	return append(emit, d.decorate(ev.timestamp, ev.Fields, out)...)
 }
 
 // DecorateEnd fills in the events Conversation.End returned; vendorTS is
-// the one End was given.
-func (d *Decorator) DecorateEnd(vendorTS string, out []*aep.Event) {
-	d.decorate(vendorTS, nil, out)
+// the one End was given. A held run.finished goes first.
+func (d *Decorator) DecorateEnd(vendorTS string, out []*aep.Event) []*aep.Event {
+	var emit []*aep.Event
+	if d.s.Held != nil {
+		emit = d.release()
+	}
+	return append(emit, d.decorate(vendorTS, nil, out)...)
 }
 
-func (d *Decorator) decorate(ts string, fields map[string]any, out []*aep.Event) {
+// countResponse counts the LLM response an agent event of the open run
+// came from: actions, agent messages and condensations name it.
+func (d *Decorator) countResponse(ev Event) {
+	id := str(ev.Fields, "llm_response_id")
+	if d.s.RunStartedAt == "" || id == "" || id == d.s.LastResponse {
+		return
+	}
+	switch ev.kind {
+	case "ActionEvent", "MessageEvent", "Condensation":
+		d.s.RunResponses++
+		d.s.LastResponse = id
+	}
+}
+
+// settled reports whether every LLM response of the run has had its stats
+// update.
+func (d *Decorator) settled() bool { return d.s.RunStatsUpdates >= d.s.RunResponses }
+
+// Holding reports whether a run.finished is held back.
+func (d *Decorator) Holding() bool { return d.s.Held != nil }
+
+// Release returns the held events, run.finished first, with its usage
+// when complete; nil when nothing is held.
+func (d *Decorator) Release() []*aep.Event {
+	if d.s.Held == nil {
+		return nil
+	}
+	return d.release()
+}
+
+func (d *Decorator) release() []*aep.Event {
+	held := d.s.Held
+	d.s.Held = nil
+	if d.settled() {
+		d.putUsage(held[0])
+	}
+	d.resetRun()
+	return held
+}
+
+// resetRun forgets the closed run's baseline and counters.
+func (d *Decorator) resetRun() {
+	d.s.RunBaseline, d.s.RunResponses, d.s.LastResponse, d.s.RunStatsUpdates = nil, 0, "", 0
+}
+
+// decorate decorates out and returns what is not held back.
+func (d *Decorator) decorate(ts string, fields map[string]any, out []*aep.Event) []*aep.Event {
 	at, timed := parseVendorTime(ts)
-	for _, o := range out {
+	hold := -1
+	for i, o := range out {
 		switch o.Type {
 		case "tool.requested":
 			d.requested(toolKey(fields, str(fields, "id")), o.ID, ts)
@@ -112,14 +202,22 @@ func (d *Decorator) decorate(ts string, fields map[string]any, out []*aep.Event)
 			}
 			d.s.AttentionAt = ""
 		case typeRunStarted:
+			d.resetRun()
 			d.s.RunStartedAt, d.s.RunBaseline = ts, d.s.Stats.clone()
 		case typeRunFinished, typeRunFailed, typeRunCancelled:
-			d.runEnded(o, at, timed)
+			if d.runEnded(o, at, timed) && hold < 0 {
+				hold = i
+			}
 		}
 		if pos, ok := runtrace.Locate(o); ok {
 			o.Traceparent = pos.Traceparent()
 		}
 	}
+	if hold < 0 {
+		return out
+	}
+	d.s.Held = append([]*aep.Event(nil), out[hold:]...)
+	return out[:hold]
 }
 
 // toolKey names a tool call: its tool_call_id, else the action event id.
@@ -175,23 +273,31 @@ func (d *Decorator) answered(o *aep.Event, key string, at time.Time, timed bool)
 
 // runEnded puts the run's duration on its terminal and, on run.finished
 // (the only terminal whose schema has usage and cost), the stats' growth
-// since the run started. Nothing is put when the run's start or the
-// server's stats were not seen.
-func (d *Decorator) runEnded(o *aep.Event, at time.Time, timed bool) {
+// since the run started; it reports whether run.finished must wait for
+// the stats of the run's last responses. Nothing is put when the run's
+// start or the server's stats were not seen.
+func (d *Decorator) runEnded(o *aep.Event, at time.Time, timed bool) (hold bool) {
 	started := d.s.RunStartedAt
-	baseline := d.s.RunBaseline
-	d.s.RunStartedAt, d.s.RunBaseline = "", nil
+	d.s.RunStartedAt = ""
 	start, ok := parseVendorTime(started)
-	if !ok {
-		return
-	}
-	if timed {
+	if ok && timed {
 		set(o, "duration_ms", millis(at.Sub(start)))
 	}
-	if o.Type != typeRunFinished || d.s.Stats == nil {
-		return
+	if !ok || o.Type != typeRunFinished || d.s.Stats == nil || o.Data == nil {
+		d.resetRun()
+		return false
 	}
-	end, begin := d.s.Stats.total(), baseline.total()
+	if !d.settled() {
+		return true
+	}
+	d.putUsage(o)
+	d.resetRun()
+	return false
+}
+
+// putUsage puts the stats' growth since the run's baseline on run.finished.
+func (d *Decorator) putUsage(o *aep.Event) {
+	end, begin := d.s.Stats.total(), d.s.RunBaseline.total()
 	set(o, "gen_ai.usage.input_tokens", integer(end.PromptTokens-begin.PromptTokens))
 	set(o, "gen_ai.usage.output_tokens", integer(end.CompletionTokens-begin.CompletionTokens))
 	if end.HasCost {

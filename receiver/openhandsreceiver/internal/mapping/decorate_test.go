@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -50,6 +51,28 @@ func actionAt(tb testing.TB, id, ts, callID string) Event {
 	})
 }
 
+// respondedAt is an action the LLM response responseID asked for.
+func respondedAt(tb testing.TB, id, ts, callID, responseID string) Event {
+	ev := actionAt(tb, id, ts, callID)
+	ev.Fields["llm_response_id"] = responseID
+	return ev
+}
+
+// lateStatsScript is a run whose last response's stats update comes after
+// the status that ends it, as the 1.58.2 server publishes them.
+func lateStatsScript(tb testing.TB) []Event {
+	return []Event{
+		statusAt(tb, "s1", at(0), StatusRunning),
+		respondedAt(tb, "a1", at(1000), "call_1", "resp-1"),
+		statsAt(tb, "st1", at(1100), 100, 10, 0.001),
+		observationAt(tb, "o1", at(1200), "call_1", "a1"),
+		respondedAt(tb, "a2", at(2000), "call_2", "resp-2"),
+		observationAt(tb, "o2", at(2100), "call_2", "a2"),
+		statusAt(tb, "s2", at(2200), StatusFinished),
+		statsAt(tb, "st2", at(2300), 250, 30, 0.0025),
+	}
+}
+
 func observationAt(tb testing.TB, id, ts, callID, actionID string) Event {
 	return scriptEvent(tb, "ObservationEvent", id, ts, map[string]any{
 		"tool_name": "terminal", "tool_call_id": callID, "action_id": actionID,
@@ -62,9 +85,7 @@ func decorated(tb testing.TB, c *Conversation, d *Decorator, evs ...Event) []*ae
 	tb.Helper()
 	var out []*aep.Event
 	for _, ev := range evs {
-		got := c.Map(ev, received)
-		d.Decorate(ev, got)
-		out = append(out, got...)
+		out = append(out, d.Decorate(ev, c.Map(ev, received))...)
 	}
 	return out
 }
@@ -168,11 +189,81 @@ func TestDecorate(t *testing.T) {
 	assert.Equal(t, runtrace.KindTool, donePos.Kind)
 }
 
+// TestDecorateWaitsForTheRunsLastStats: run.finished waits for the stats
+// update of its run's last response, and is released with the complete
+// usage by that update, or by the run's closing snapshot; another event
+// releases it without usage, and so does the conversation's end.
+func TestDecorateWaitsForTheRunsLastStats(t *testing.T) {
+	finishedAfter := func(t *testing.T, out []*aep.Event) *aep.Event {
+		t.Helper()
+		requireValid(t, out)
+		requireLifecycle(t, out)
+		f := only(t, out, typeRunFinished)[0]
+		assert.Equal(t, json.Number("2200"), f.Data["duration_ms"])
+		return f
+	}
+	t.Run("held until the stats update", func(t *testing.T) {
+		c := newConversation(t, testConfig(aep.CaptureMetadata, false))
+		d := NewDecorator(DecoratorState{})
+		script := lateStatsScript(t)
+		before := decorated(t, c, d, script[:len(script)-1]...)
+		assert.Nil(t, findType(before, typeRunFinished), "held at the status")
+		out := append(before, decorated(t, c, d, script[len(script)-1])...)
+		f := finishedAfter(t, out)
+		assert.Equal(t, json.Number("250"), f.Data["gen_ai.usage.input_tokens"])
+		assert.Equal(t, json.Number("30"), f.Data["gen_ai.usage.output_tokens"])
+		assert.Equal(t, map[string]any{"currency": "USD", "total": json.Number("0.0025")}, f.Data["cost"])
+	})
+	t.Run("released by the closing snapshot", func(t *testing.T) {
+		c := newConversation(t, testConfig(aep.CaptureMetadata, false))
+		script := lateStatsScript(t)
+		snapshot := scriptEvent(t, "ConversationStateUpdateEvent", "fs", at(2400), map[string]any{"key": "full_state", "value": map[string]any{
+			"execution_status": StatusFinished, "stats": statsAt(t, "x", at(0), 250, 30, 0.0025).Fields["value"],
+		}})
+		out := decorated(t, c, NewDecorator(DecoratorState{}), append(script[:len(script)-1], snapshot)...)
+		f := finishedAfter(t, out)
+		assert.Equal(t, json.Number("250"), f.Data["gen_ai.usage.input_tokens"])
+		assert.Less(t, slices.Index(out, f), slices.Index(out, findType(out, "state.snapshot")), "before the snapshot's own output")
+	})
+	t.Run("released incomplete by another event", func(t *testing.T) {
+		c := newConversation(t, testConfig(aep.CaptureMetadata, false))
+		script := lateStatsScript(t)
+		out := decorated(t, c, NewDecorator(DecoratorState{}), append(script[:len(script)-1], message(t, "m", "user", "user"))...)
+		f := finishedAfter(t, out)
+		assert.NotContains(t, f.Data, "gen_ai.usage.input_tokens", "incomplete usage is not reported")
+		assert.NotContains(t, f.Data, "cost")
+	})
+	t.Run("released by the end", func(t *testing.T) {
+		c := newConversation(t, testConfig(aep.CaptureMetadata, false))
+		d := NewDecorator(DecoratorState{})
+		script := lateStatsScript(t)
+		out := decorated(t, c, d, script[:len(script)-1]...)
+		out = append(out, d.DecorateEnd(at(3000), c.End(received, at(3000)))...)
+		finishedAfter(t, out)
+		assert.Equal(t, typeSessionEnded, out[len(out)-1].Type)
+	})
+	t.Run("not held when the usage is complete", func(t *testing.T) {
+		c := newConversation(t, testConfig(aep.CaptureMetadata, false))
+		script := lateStatsScript(t)
+		// The last stats update comes before the status this time.
+		script[len(script)-2], script[len(script)-1] = script[len(script)-1], script[len(script)-2]
+		out := decorated(t, c, NewDecorator(DecoratorState{}), script...)
+		f := finishedAfter(t, out)
+		assert.Equal(t, typeRunFinished, out[len(out)-1].Type, "emitted with its status")
+		assert.Equal(t, json.Number("250"), f.Data["gen_ai.usage.input_tokens"])
+	})
+}
+
 // TestDecorateSurvivesRestart: a decorator restored from the persisted
 // state of another decorates the rest of the stream exactly as the first
-// would have.
+// would have, a held run.finished included.
 func TestDecorateSurvivesRestart(t *testing.T) {
-	script := decorationScript(t)
+	for name, script := range map[string][]Event{"two runs": decorationScript(t), "late stats": lateStatsScript(t)} {
+		t.Run(name, func(t *testing.T) { requireRestartable(t, script) })
+	}
+}
+
+func requireRestartable(t *testing.T, script []Event) {
 	c := newConversation(t, testConfig(aep.CaptureMetadata, false))
 	whole := decorated(t, c, NewDecorator(DecoratorState{}), script...)
 
@@ -247,8 +338,7 @@ func TestDecorateEnd(t *testing.T) {
 	c := newConversation(t, testConfig(aep.CaptureMetadata, false))
 	d := NewDecorator(DecoratorState{})
 	decorated(t, c, d, statusAt(t, "s1", at(0), StatusRunning))
-	out := c.End(received, at(2000))
-	d.DecorateEnd(at(2000), out)
+	out := d.DecorateEnd(at(2000), c.End(received, at(2000)))
 	cancelled := only(t, out, typeRunCancelled)[0]
 	assert.Equal(t, json.Number("2000"), cancelled.Data["duration_ms"])
 	assert.NotEmpty(t, cancelled.Traceparent)
