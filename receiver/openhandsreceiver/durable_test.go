@@ -2,6 +2,7 @@ package openhandsreceiver
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"slices"
 	"strings"
@@ -168,6 +169,16 @@ func TestStateEncoding(t *testing.T) {
 		Epoch: 7, NextSeq: 12,
 		Cursor:  cursor{DurableSeq: 40, ResumeTS: "2026-07-12T10:15:00.123456", Recent: []string{"a", "b"}},
 		Mapping: mapping.State{Status: "running", Runs: 2, Run: "run:c:2", RunStartedID: "R", StartedID: "S"},
+		Decoration: mapping.DecoratorState{
+			Tools:        map[string]mapping.ToolCall{"call c1": {RequestedID: "T", At: "2026-07-12T10:15:00.1"}},
+			RunStartedAt: "2026-07-12T10:14:00.5", RunBaseline: mapping.Stats{"agent": {PromptTokens: 3}},
+			Stats:        mapping.Stats{"agent": {PromptTokens: 9, CompletionTokens: 2, Cost: 0.5, HasCost: true}},
+			RunResponses: 2, LastResponse: "resp-2", RunStatsUpdates: 1,
+			Held: []*aep.Event{{
+				AEP: aep.Version, ID: "F", Type: "run.finished", Time: "2026-07-12T10:15:01.000Z", Source: "aep://h/agent/a/session/c",
+				Agent: "a", Session: "c", Run: "run:c:2", Data: map[string]any{"duration_ms": json.Number("61000")},
+			}},
+		},
 	}
 	raw, err := encodeState(s)
 	require.NoError(t, err)

@@ -27,6 +27,12 @@ type durableState struct {
 	Cursor cursor `json:"cursor"`
 	// Mapping is the mapper's run, attention and session state.
 	Mapping mapping.State `json:"mapping"`
+	// Decoration is what the decorator remembers: open tool calls, the open
+	// run's start and stats baseline, the server's stats, a run.finished
+	// waiting for its usage. Absent (an older state) means nothing known:
+	// no duration or usage is put on a run that was open across the
+	// upgrade.
+	Decoration mapping.DecoratorState `json:"decoration,omitzero"`
 }
 
 // cursor is where a conversation's socket resumes reading.
@@ -86,7 +92,8 @@ func (c *conversation) snapshotLocked() durableState {
 			DurableSeq: c.durableSeq,
 			ResumeTS:   c.resumeTS,
 		},
-		Mapping: c.mapper.Snapshot(),
+		Mapping:    c.mapper.Snapshot(),
+		Decoration: c.decorator.State(),
 	}
 	if c.legacy {
 		// Only the legacy socket resumes with an overlap; the session
@@ -105,6 +112,7 @@ func (c *conversation) restore(s durableState) {
 		c.recent.add(id, c.resumeTS)
 	}
 	c.mapper.Restore(s.Mapping)
+	c.decorator = mapping.NewDecorator(s.Decoration)
 }
 
 // recentTimestamps remembers the ids of persisted vendor events with

@@ -1,7 +1,9 @@
 package openhandsreceiver
 
 import (
+	"context"
 	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
 
@@ -58,5 +60,44 @@ func TestRunUsageWaitsForTheLastStats(t *testing.T) {
 		assert.Equal(t, 2, count(got, "run.finished"))
 		assert.NotContains(t, last(got, "run.finished").Data, "gen_ai.usage.input_tokens", "incomplete usage is not reported")
 		h.validate()
+	})
+}
+
+// TestRunUsageSurvivesRestart: a receiver on storage stops while a run is
+// open; the run goes on and finishes unwatched; the next receiver puts the
+// run's whole duration and usage on run.finished, from the run's start and
+// stats baseline the first one stored.
+func TestRunUsageSurvivesRestart(t *testing.T) {
+	bothSockets(t, func(t *testing.T, socket string) {
+		stub := startStub(t)
+		conv := newConversation(t, stub)
+		_, err := conv.SetState("stats", statsValue(400, 4)) // before the run
+		require.NoError(t, err)
+		mem := newMemStorage(nil)
+		h1 := startHarnessWith(t, storageConfig(socket, stub), mem.extensions())
+		h1.waitLive(conv, 1)
+		running, err := conv.SetStatus(oh.StatusRunning)
+		require.NoError(t, err)
+		_, err = conv.SetState("stats", statsValue(1000, 10))
+		require.NoError(t, err)
+		h1.waitTypes(conv.ID(), "run.started", "state.delta", "state.delta")
+		require.NoError(t, h1.rcv.Shutdown(context.Background()))
+
+		_, err = conv.SetState("stats", statsValue(2500, 25))
+		require.NoError(t, err)
+		finished, err := conv.SetStatus(oh.StatusFinished)
+		require.NoError(t, err)
+		h2 := startHarnessWith(t, storageConfig(socket, stub), mem.extensions())
+		got := h2.waitTypes(conv.ID(), "state.delta", "run.finished")
+
+		f := last(got, "run.finished")
+		assert.Equal(t, json.Number("2100"), f.Data["gen_ai.usage.input_tokens"], "the baseline of 400 survived")
+		assert.Equal(t, json.Number("21"), f.Data["gen_ai.usage.output_tokens"])
+		start, err := time.Parse(vendorTimeLayout, running.Timestamp())
+		require.NoError(t, err)
+		end, err := time.Parse(vendorTimeLayout, finished.Timestamp())
+		require.NoError(t, err)
+		assert.Equal(t, json.Number(strconv.FormatInt(end.Sub(start).Milliseconds(), 10)), f.Data["duration_ms"])
+		assert.Equal(t, last(h1.session(conv.ID()), "run.started").Traceparent, f.Traceparent)
 	})
 }

@@ -35,8 +35,9 @@ const maxOpenToolCalls = 256
 // none); cause and traceparent are envelope attributes. The Decorator is
 // pure like the mapping: it runs over Conversation's output, so the pinned
 // field maps stay exactly as the fixture has them. Its state (DecoratorState)
-// must be kept and restored together with the socket cursor: a run's stats
-// baseline is only right if every stats update since it was seen.
+// is persisted with the conversation's (the receiver's durableState), beside
+// the socket cursor: a run's stats baseline is only right if every stats
+// update since it was seen.
 type Decorator struct {
 	s DecoratorState
 }
@@ -56,6 +57,9 @@ type DecoratorState struct {
 	// Stats are the server's accumulated stats as last reported; nil until
 	// the server reported any.
 	Stats Stats `json:"stats,omitempty"`
+	// PerResponseStats says the server was seen publishing a stats update
+	// per LLM response, which a run.finished may wait for.
+	PerResponseStats bool `json:"per_response_stats,omitempty"`
 	// RunResponses counts the LLM responses the open run's events came from
 	// (distinct llm_response_ids, LastResponse the latest), RunStatsUpdates
 	// the stats updates seen since it started: the run's usage is complete
@@ -96,13 +100,15 @@ func (d *Decorator) State() DecoratorState { return d.s }
 // Decorate fills in the events Conversation.Map returned for ev and
 // returns what to emit now.
 //
-// The server reports a response's usage in a stats update published after
-// the response's own events, and the last one of a run may come after the
-// status that ends the run (recorded on 1.58.2). So a run.finished whose
-// run has seen fewer stats updates than LLM responses is held back, and
-// emitted, with the run's complete usage, before the outputs of the next
-// vendor event, or after the stats update that completes it. If the event
-// that releases it leaves the usage incomplete, it carries none.
+// The server reports each LLM response's usage in a stats update published
+// after the response's own events, and the last one of a run may come after
+// the status that ends the run (recorded on 1.58.2). So, once the server was
+// seen publishing them, a run.finished whose run has seen fewer stats
+// updates than LLM responses is held back until the next vendor event that
+// is not a stats update leaving it incomplete, and emitted before that
+// event's outputs: with the run's usage when the stats updates, or the run's
+// closing full_state snapshot, completed it, else with none. The receiver
+// bounds the wait in time with Release. Incomplete usage is never reported.
 func (d *Decorator) Decorate(ev Event, out []*aep.Event) []*aep.Event {
 	stats := false
 	if ev.kind == "ConversationStateUpdateEvent" {
@@ -110,6 +116,7 @@ func (d *Decorator) Decorate(ev Event, out []*aep.Event) []*aep.Event {
 		switch str(ev.Fields, "key") {
 		case "stats":
 			stats = true
+			d.s.PerResponseStats = true
 			if d.s.RunStartedAt != "" || d.s.Held != nil {
 				d.s.RunStatsUpdates++
 			}
@@ -287,10 +294,12 @@ func (d *Decorator) runEnded(o *aep.Event, at time.Time, timed bool) (hold bool)
 		d.resetRun()
 		return false
 	}
-	if !d.settled() {
-		return true
+	switch {
+	case d.settled():
+		d.putUsage(o)
+	case d.s.PerResponseStats:
+		return true // wait for the rest of the run's stats updates
 	}
-	d.putUsage(o)
 	d.resetRun()
 	return false
 }

@@ -242,6 +242,18 @@ func TestDecorateWaitsForTheRunsLastStats(t *testing.T) {
 		finishedAfter(t, out)
 		assert.Equal(t, typeSessionEnded, out[len(out)-1].Type)
 	})
+	t.Run("not held for a server not seen publishing stats updates", func(t *testing.T) {
+		c := newConversation(t, testConfig(aep.CaptureMetadata, false))
+		snapshot := scriptEvent(t, "ConversationStateUpdateEvent", "fs", at(0), map[string]any{"key": "full_state", "value": map[string]any{
+			"stats": map[string]any{"usage_to_metrics": map[string]any{}},
+		}})
+		script := append([]Event{snapshot}, lateStatsScript(t)...)
+		script = slices.DeleteFunc(script, func(ev Event) bool { return str(ev.Fields, "key") == "stats" })
+		out := decorated(t, c, NewDecorator(DecoratorState{}), script...)
+		f := finishedAfter(t, out)
+		assert.Equal(t, typeRunFinished, out[len(out)-1].Type, "emitted with its status")
+		assert.NotContains(t, f.Data, "gen_ai.usage.input_tokens", "two responses, no stats update: incomplete")
+	})
 	t.Run("not held when the usage is complete", func(t *testing.T) {
 		c := newConversation(t, testConfig(aep.CaptureMetadata, false))
 		script := lateStatsScript(t)
