@@ -69,20 +69,25 @@ func Indent(s string, n int) string {
 // derive from the source (and a session-socket delta's id from its receive
 // time, the frame carrying no timestamp). So the source loses its ?epoch=
 // and ids are numbered in order of appearance within the session, cause
-// and subject renamed alike: which event names which stays exact.
+// and subject renamed alike: which event names which stays exact. The
+// traceparent's span ids derive from event ids too (an attention wait's
+// from its request's), so they are numbered alike, per session.
 func Normalize(events []*aep.Event) (map[string][]string, error) {
 	names := map[string]map[string]string{} // session → id → name
+	spans := map[string]map[string]string{} // session → span id → name
 	out := map[string][]string{}
 	for _, ev := range events {
 		ids := names[ev.Session]
 		if ids == nil {
 			ids = map[string]string{}
 			names[ev.Session] = ids
+			spans[ev.Session] = map[string]string{}
 		}
 		if _, ok := ids[ev.ID]; !ok {
 			ids[ev.ID] = "#" + strconv.Itoa(len(ids)+1)
 		}
 		c := ev.Clone()
+		c.Traceparent = numberSpan(spans[ev.Session], c.Traceparent)
 		c.Time, c.Epoch = "", nil
 		c.Source, _, _ = strings.Cut(c.Source, "?epoch=")
 		c.ID = ids[c.ID]
@@ -98,6 +103,19 @@ func Normalize(events []*aep.Event) (map[string][]string, error) {
 		out[ev.Session] = append(out[ev.Session], string(raw))
 	}
 	return out, nil
+}
+
+// numberSpan replaces a traceparent's span id by its number of appearance.
+func numberSpan(spans map[string]string, traceparent string) string {
+	parts := strings.Split(traceparent, "-")
+	if len(parts) != 4 {
+		return traceparent
+	}
+	if _, ok := spans[parts[2]]; !ok {
+		spans[parts[2]] = "span#" + strconv.Itoa(len(spans)+1)
+	}
+	parts[2] = spans[parts[2]]
+	return strings.Join(parts, "-")
 }
 
 // SaveStream writes events, normalized, one a line, session after

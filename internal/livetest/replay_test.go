@@ -2,6 +2,7 @@ package livetest
 
 import (
 	"context"
+	"flag"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -61,21 +62,35 @@ func replay(t *testing.T, dir, mode string, level aep.Capture) {
 	sink := new(consumertest.LogsSink)
 	startReceiver(t, ReceiverYAML(mode, level, front.ProxyURL()), sink)
 
+	if *update {
+		// A receiver change that adds to what events say (never one that
+		// adds or drops events) is recorded by replaying each transcript.
+		awaitReplayed(t, replayer, sink, wantBySession)
+		require.NoError(t, SaveStream(filepath.Join(dir, "aep.jsonl.gz"), emittedEvents(t, sink)))
+		return
+	}
 	requireReplayed(t, replayer, sink, wantBySession)
 }
 
-// requireReplayed waits (bounded) until the replay is drained and every
-// session has emitted as much as expected, then requires exactly want.
-func requireReplayed(t *testing.T, replayer *Replayer, sink *consumertest.LogsSink, want map[string][]string) {
-	var got map[string][]string
+// update rewrites each recording's aep.jsonl.gz from its replay.
+var update = flag.Bool("update", false, "rewrite testdata/recorded/*/aep.jsonl.gz from the replay of each transcript")
+
+// awaitReplayed waits (bounded) until the replay is drained and every
+// session has emitted as much as want, and returns what was emitted.
+func awaitReplayed(t *testing.T, replayer *Replayer, sink *consumertest.LogsSink, want map[string][]string) map[string][]string {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		got = emitted(t, sink)
+		got := emitted(t, sink)
 		if replayer.Drained() && caughtUp(got, want) || time.Now().After(deadline) {
-			break
+			return got
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// requireReplayed waits for the replay, then requires exactly want.
+func requireReplayed(t *testing.T, replayer *Replayer, sink *consumertest.LogsSink, want map[string][]string) {
+	got := awaitReplayed(t, replayer, sink, want)
 	assert.Empty(t, replayer.Problems(), "requests the recording has no answer for")
 	for session, w := range want {
 		assert.Equal(t, w, got[session], "session %s", session)
@@ -96,6 +111,13 @@ func caughtUp(got, want map[string][]string) bool {
 
 // emitted is the receiver's output so far, normalized, by session.
 func emitted(t *testing.T, sink *consumertest.LogsSink) map[string][]string {
+	out, err := Normalize(emittedEvents(t, sink))
+	require.NoError(t, err)
+	return out
+}
+
+// emittedEvents is the receiver's output so far, in emission order.
+func emittedEvents(t *testing.T, sink *consumertest.LogsSink) []*aep.Event {
 	var events []*aep.Event
 	for _, logs := range sink.AllLogs() {
 		for _, rl := range logs.ResourceLogs().All() {
@@ -108,9 +130,7 @@ func emitted(t *testing.T, sink *consumertest.LogsSink) map[string][]string {
 			}
 		}
 	}
-	out, err := Normalize(events)
-	require.NoError(t, err)
-	return out
+	return events
 }
 
 // startReceiver runs the openhands receiver with the live test's YAML

@@ -1,9 +1,10 @@
 // Package runtrace places AEP events in the trace of their run: one trace
 // per run, the run as the root span, each tool call and each attention wait
-// a child span. Every id is derived from facts the events carry (source,
-// run, tool call id, attention request id), never from local state, so an
-// emitter that stamps traceparent and a consumer that builds the spans
-// agree on the ids across restarts, replicas and processes.
+// a child span. Every id is derived from facts the events carry (source
+// without its query, run, tool call id, attention request id), never from
+// local state, so an emitter that stamps traceparent and a consumer that
+// builds the spans agree on the ids across restarts, replicas and
+// processes.
 package runtrace
 
 import (
@@ -48,7 +49,7 @@ func Locate(ev *aep.Event) (Position, bool) {
 	if ev.Run == "" {
 		return Position{}, false
 	}
-	run := ev.Source + "\n" + ev.Run
+	run := emitter(ev.Source) + "\n" + ev.Run
 	pos := Position{Kind: KindRun, TraceID: traceID(run), SpanID: spanID(run + "\nrun")}
 	var key string
 	switch {
@@ -65,6 +66,16 @@ func Locate(ev *aep.Event) (Position, bool) {
 	pos.ParentID = pos.SpanID
 	pos.SpanID = spanID(run + "\n" + key)
 	return pos, true
+}
+
+// emitter is the source without its query: an emitter may qualify its
+// source by generation (the openhands receiver's ?epoch= after a restart
+// without storage), and the run it reports is still the same run.
+func emitter(source string) string {
+	if i := strings.IndexByte(source, '?'); i >= 0 {
+		return source[:i]
+	}
+	return source
 }
 
 // Traceparent is the W3C traceparent of the position (version 00, sampled).

@@ -70,6 +70,10 @@ func TestLocate(t *testing.T) {
 		next, _ := Locate(event("run.started", "R", func(ev *aep.Event) { ev.Run = "run:s:2" }))
 		assert.NotEqual(t, run.TraceID, next.TraceID)
 	})
+	t.Run("a generation's query on the source names the same run", func(t *testing.T) {
+		gen, _ := Locate(event("run.started", "R", func(ev *aep.Event) { ev.Source += "?epoch=42" }))
+		assert.Equal(t, run, gen)
+	})
 }
 
 func TestTraceparent(t *testing.T) {
