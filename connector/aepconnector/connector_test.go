@@ -151,3 +151,28 @@ func BenchmarkConnectorPerRecord(b *testing.B) {
 		})
 	}
 }
+
+// TestUnansweredCallsEndWithTheirRun: a tool call still open when its run
+// ends (a user rejected it) becomes a span to the run's end, marked
+// unanswered, so that every event of the run names a span.
+func TestUnansweredCallsEndWithTheirRun(t *testing.T) {
+	h := newHarness(t, nil)
+	at := time.Date(2026, 7, 3, 10, 0, 0, 0, time.UTC)
+	run := func(typ string, d time.Duration) *aep.Event {
+		ev := toolEvent(typ, "r", "", at.Add(d))
+		ev.Data = map[string]any{}
+		return ev
+	}
+	h.feed(t, run("run.started", 0), toolEvent("tool.requested", "r", "1", at.Add(time.Second)), run("run.finished", 3*time.Second))
+	spans := h.allSpans()
+	require.Len(t, spans, 2)
+	tool := spans[0]
+	assert.Equal(t, "execute_tool bash", tool.Name())
+	outcome, _ := tool.Attributes().Get(attrOutcome)
+	assert.Equal(t, "unanswered", outcome.Str())
+	assert.Equal(t, 2*time.Second, tool.EndTimestamp().AsTime().Sub(tool.StartTimestamp().AsTime()))
+	assert.Equal(t, spans[1].SpanID(), tool.ParentSpanID())
+	for _, c := range []*core{h.traces.(*tracesConnector).core, h.metrics.(*metricsConnector).core} {
+		assert.Zero(t, c.tracker.order.Len(), "nothing of the run stays open")
+	}
+}

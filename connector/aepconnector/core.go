@@ -37,8 +37,9 @@ func newCore(cfg *Config, set component.TelemetrySettings) (*core, error) {
 }
 
 // visitFunc sees each AEP event of resource logs i, at its time, with the
-// operation it ends (nil when it ends none).
-type visitFunc func(i int, ev *aep.Event, at time.Time, op *operation)
+// operations it ends (none for most events; a run's terminal ends the run
+// and any of its calls left unanswered).
+type visitFunc func(i int, ev *aep.Event, at time.Time, ops []*operation)
 
 // consume decodes every record of ld in order; records that are not AEP
 // events are counted and skipped.

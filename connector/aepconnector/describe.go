@@ -74,6 +74,9 @@ func (o *operation) spanName() string {
 // a run; completed, failed or denied for a tool call; the resolution or
 // timeout for an attention wait.
 func (o *operation) outcome() string {
+	if o.unanswered {
+		return "unanswered"
+	}
 	ev := o.terminal
 	switch ev.Type {
 	case "attention.resolved":

@@ -90,10 +90,10 @@ func (c *metricsConnector) ConsumeLogs(ctx context.Context, ld plog.Logs) error 
 			touched[s] = true
 		}
 	}
-	c.core.consume(ctx, ld, func(_ int, ev *aep.Event, _ time.Time, op *operation) {
+	c.core.consume(ctx, ld, func(_ int, ev *aep.Event, _ time.Time, ops []*operation) {
 		record(metricEvents, ev.Agent, 1,
 			label{attrType, ev.Type}, label{attrSeverity, string(ev.EffectiveSeverity())})
-		if op != nil {
+		for _, op := range ops {
 			c.recordOperation(op, record)
 		}
 	})

@@ -31,6 +31,9 @@ type operation struct {
 	// run is the run id: the terminal's, else its start's (attention
 	// answers may omit it).
 	run string
+	// unanswered marks a tool call or wait still open when its run ended:
+	// terminal is then its start event, and it ends with the run.
+	unanswered bool
 }
 
 type timedEvent struct {
@@ -56,6 +59,9 @@ type openStart struct {
 	attentionKind string
 	errors        []timedEvent
 	run           string
+	// start is the start event of a tool call or attention wait, which
+	// becomes the terminal of an unanswered one.
+	start *aep.Event
 }
 
 // tracker turns a stream of AEP events into ended operations. Terminals
@@ -87,9 +93,8 @@ func newTracker(cfg OpenSpansConfig, evicted func(reason string)) *tracker {
 	}
 }
 
-// observe takes one event at its time and returns the operation it ends,
-// if any.
-func (t *tracker) observe(ev *aep.Event, at time.Time) *operation {
+// observe takes one event at its time and returns the operations it ends.
+func (t *tracker) observe(ev *aep.Event, at time.Time) []*operation {
 	pos, ok := runtrace.Locate(ev)
 	if !ok {
 		if pos, ok = t.attentionOf(ev); !ok {
@@ -104,7 +109,11 @@ func (t *tracker) observe(ev *aep.Event, at time.Time) *operation {
 	case "run.finished", "run.failed", "run.cancelled",
 		"tool.completed", "tool.failed", "tool.denied",
 		"attention.resolved", "attention.timeout":
-		return t.finish(pos, key, ev, at)
+		op := t.finish(pos, key, ev, at)
+		if pos.Kind == runtrace.KindRun {
+			return append(t.unanswered(pos.TraceID, op), op)
+		}
+		return []*operation{op}
 	case "error.raised":
 		if s := t.lookup(key); s != nil && len(s.errors) < maxSpanEvents {
 			s.errors = append(s.errors, timedEvent{ev, at})
@@ -137,6 +146,9 @@ func (t *tracker) start(pos runtrace.Position, ev *aep.Event, at time.Time) {
 		t.evict(t.order.Front(), "capacity")
 	}
 	s := &openStart{key: key, pos: pos, at: at, seen: t.now(), run: ev.Run}
+	if pos.Kind != runtrace.KindRun {
+		s.start = ev
+	}
 	e := t.order.PushBack(s)
 	t.open[key] = e
 	if ev.Type == "attention.requested" {
@@ -177,6 +189,29 @@ func (t *tracker) finish(pos runtrace.Position, key openKey, ev *aep.Event, at t
 		op.start = at
 	}
 	return op
+}
+
+// unanswered ends the tool calls and waits of a run still open when the
+// run ended (a call the user rejected, one cut short): each becomes a span
+// from its start to the run's end, so every event of the run names a span.
+func (t *tracker) unanswered(trace [16]byte, run *operation) []*operation {
+	var ops []*operation
+	for e := t.order.Front(); e != nil; {
+		next := e.Next()
+		if s := e.Value.(*openStart); s.key.trace == trace && s.start != nil {
+			t.remove(e)
+			end := run.end
+			if end.Before(s.at) {
+				end = s.at
+			}
+			ops = append(ops, &operation{
+				pos: s.pos, terminal: s.start, start: s.at, end: end, startKnown: true,
+				attentionKind: s.attentionKind, run: s.run, unanswered: true,
+			})
+		}
+		e = next
+	}
+	return ops
 }
 
 // sweep evicts the open starts older than the TTL.

@@ -31,8 +31,8 @@ func (*tracesConnector) Capabilities() consumer.Capabilities {
 func (c *tracesConnector) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	td := ptrace.NewTraces()
 	spans := make(map[int]ptrace.SpanSlice)
-	c.core.consume(ctx, ld, func(i int, _ *aep.Event, _ time.Time, op *operation) {
-		if op == nil {
+	c.core.consume(ctx, ld, func(i int, _ *aep.Event, _ time.Time, ops []*operation) {
+		if len(ops) == 0 {
 			return
 		}
 		ss, ok := spans[i]
@@ -44,7 +44,9 @@ func (c *tracesConnector) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 			ss = scope.Spans()
 			spans[i] = ss
 		}
-		putSpan(ss.AppendEmpty(), op)
+		for _, op := range ops {
+			putSpan(ss.AppendEmpty(), op)
+		}
 	})
 	if td.SpanCount() == 0 {
 		return nil

@@ -389,6 +389,10 @@ func (l *live) assertAll(ctx context.Context) {
 				}
 				got, want := lifecycle(r.sessionEvents(id)), expectedLifecycle(evs)
 				assert.Equal(t, want, got, "runs and attention of %s follow the server's execution_status history", l.names[id])
+				if tokens, ok := runInputTokens(r.sessionEvents(id)); ok {
+					assert.Equal(t, promptTokens(evs), float64(tokens),
+						"the input tokens on the runs of %s add up to the server's stats (the fake LLM's usage)", l.names[id])
+				}
 			}
 			if r.mode != "events" {
 				for _, id := range l.restarts {
