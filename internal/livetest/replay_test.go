@@ -48,20 +48,8 @@ func TestReplayRecordings(t *testing.T) {
 }
 
 func replay(t *testing.T, dir, mode string, level aep.Capture) {
-	tr, err := LoadTranscript(filepath.Join(dir, "transcript.json.gz"))
-	require.NoError(t, err)
-	wantBySession, err := LoadStream(filepath.Join(dir, "aep.jsonl.gz"))
-	require.NoError(t, err)
-
-	replayer := NewReplayer(tr)
-	front, err := StartFront(replayer)
-	require.NoError(t, err)
-	t.Cleanup(front.Close)
-	t.Cleanup(replayer.Close)
-
-	sink := new(consumertest.LogsSink)
-	startReceiver(t, ReceiverYAML(mode, level, front.ProxyURL()), sink)
-
+	r := startReplay(t, dir, mode, level)
+	replayer, sink, wantBySession := r.replayer, r.sink, r.want
 	if *update {
 		// A receiver change that adds to what events say (never one that
 		// adds or drops events) is recorded by replaying each transcript.
@@ -70,6 +58,30 @@ func replay(t *testing.T, dir, mode string, level aep.Capture) {
 		return
 	}
 	requireReplayed(t, replayer, sink, wantBySession)
+}
+
+// replaying is one recording served to a receiver.
+type replaying struct {
+	transcript *Transcript
+	replayer   *Replayer
+	sink       *consumertest.LogsSink
+	want       map[string][]string // the recorded stream, normalized
+}
+
+// startReplay serves the recording in dir to a receiver in mode at level.
+func startReplay(t *testing.T, dir, mode string, level aep.Capture) replaying {
+	tr, err := LoadTranscript(filepath.Join(dir, "transcript.json.gz"))
+	require.NoError(t, err)
+	want, err := LoadStream(filepath.Join(dir, "aep.jsonl.gz"))
+	require.NoError(t, err)
+	replayer := NewReplayer(tr)
+	front, err := StartFront(replayer)
+	require.NoError(t, err)
+	t.Cleanup(front.Close)
+	t.Cleanup(replayer.Close)
+	sink := new(consumertest.LogsSink)
+	startReceiver(t, ReceiverYAML(mode, level, front.ProxyURL()), sink)
+	return replaying{transcript: tr, replayer: replayer, sink: sink, want: want}
 }
 
 // update rewrites each recording's aep.jsonl.gz from its replay.

@@ -87,19 +87,9 @@ func conversationNames(t *testing.T) map[string]string {
 // usage) is pinned, and wherever every run finished, the runs' input
 // tokens add up to the conversation's final stats on the server.
 func TestRecordedRunsAsTraces(t *testing.T) {
-	dir := filepath.Join(recordings, "session-metadata")
-	tr, err := LoadTranscript(filepath.Join(dir, "transcript.json.gz"))
-	require.NoError(t, err)
-	want, err := LoadStream(filepath.Join(dir, "aep.jsonl.gz"))
-	require.NoError(t, err)
-	replayer := NewReplayer(tr)
-	front, err := StartFront(replayer)
-	require.NoError(t, err)
-	t.Cleanup(front.Close)
-	t.Cleanup(replayer.Close)
-	sink := new(consumertest.LogsSink)
-	startReceiver(t, ReceiverYAML("session", aep.CaptureMetadata, front.ProxyURL()), sink)
-	awaitReplayed(t, replayer, sink, want)
+	r := startReplay(t, filepath.Join(recordings, "session-metadata"), "session", aep.CaptureMetadata)
+	tr, sink := r.transcript, r.sink
+	awaitReplayed(t, r.replayer, sink, r.want)
 
 	f := aepconnector.NewFactory()
 	spansSink := new(consumertest.TracesSink)
