@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // routes builds the HTTP surface. Everything is recorded; /api/* needs the
@@ -46,7 +47,7 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("POST /api/conversations/{conversation_id}/events/respond_to_confirmation",
 		s.withConversation(notFoundNamed, s.handleRespondToConfirmation))
 	api.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { writeDetail(w, http.StatusNotFound, "Not Found") })
-	mux.Handle("/api/", s.requireKey(api))
+	mux.Handle("/api/", s.requireKey(s.faultyWrites(api)))
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { writeDetail(w, http.StatusNotFound, "Not Found") })
 	return s.recordRequests(mux)
 }
@@ -105,6 +106,36 @@ func notFoundBare(w http.ResponseWriter, _ string) { writeDetail(w, http.StatusN
 
 func notFoundNamed(w http.ResponseWriter, id string) {
 	writeDetail(w, http.StatusNotFound, "Conversation not found: "+id)
+}
+
+// faultyWrites applies the WriteFault to every write.
+func (s *Server) faultyWrites(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			h.ServeHTTP(w, r)
+			return
+		}
+		s.mu.Lock()
+		f := s.writeFault
+		s.mu.Unlock()
+		if f.Delay > 0 {
+			t := time.NewTimer(f.Delay)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		switch {
+		case f.Status == http.StatusInternalServerError:
+			writeServerError(w, f.Detail)
+		case f.Status != 0:
+			writeDetail(w, f.Status, f.Detail)
+		default:
+			h.ServeHTTP(w, r)
+		}
+	})
 }
 
 // withConversation parses the UUID path parameter (422 if malformed) and

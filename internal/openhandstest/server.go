@@ -107,6 +107,18 @@ const (
 	SearchServerError
 )
 
+// WriteFault makes the REST writes (every /api request but GET and HEAD)
+// misbehave. The zero value serves them normally.
+type WriteFault struct {
+	// Delay holds each write this long before it is served, like a server
+	// busy with a long step; a client that gives up first is not served.
+	Delay time.Duration
+	// Status, when set, answers each write with it and {"detail": Detail}
+	// without acting on it (500 renders like an unhandled exception).
+	Status int
+	Detail string
+}
+
 // ErrConversationDeleted is returned by scripting calls on a deleted conversation.
 var ErrConversationDeleted = errors.New("conversation deleted")
 
@@ -131,6 +143,7 @@ type Server struct {
 	convFault     SearchFault
 	eventFault    SearchFault
 	onEventSearch func(conversationID string)
+	writeFault    WriteFault
 	requests      []Request
 	frames        []InboundFrame
 	recordingGen  int
@@ -298,6 +311,13 @@ func (s *Server) OnEventSearch(fn func(conversationID string)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.onEventSearch = fn
+}
+
+// SetWriteFault makes the REST writes misbehave until the next call.
+func (s *Server) SetWriteFault(f WriteFault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writeFault = f
 }
 
 // SetEventSearchFault makes GET /api/conversations/{id}/events/search misbehave.

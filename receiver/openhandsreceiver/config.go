@@ -46,6 +46,9 @@ type Config struct {
 	Storage *component.ID `mapstructure:"storage"`
 	// Shard picks this replica's share of the conversations.
 	Shard ShardConfig `mapstructure:"shard"`
+	// Control names the openhandscontrol extension this receiver registers
+	// its conversations with; without it no command can reach them.
+	Control *component.ID `mapstructure:"control"`
 
 	_ struct{}
 }

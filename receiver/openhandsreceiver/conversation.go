@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
@@ -57,6 +58,7 @@ type conversation struct {
 
 	mu     sync.Mutex
 	mapper *mapping.Conversation
+	notes  *openhandscontrol.Notes // the control gate's state; nil without one
 	// decorator adds what the pinned field maps leave out (cause, durations,
 	// usage, traceparent) to everything the mapper emits.
 	decorator  *mapping.Decorator
@@ -459,6 +461,7 @@ func (c *conversation) handleEvent(ctx context.Context, raw []byte, persisted, c
 			c.recent.add(ev.ID(), ev.Timestamp())
 		}
 	}
+	prev := c.mapper.Status()
 	var out []*aep.Event
 	if connectSnapshot || predates(ev.Timestamp(), c.resumeTS) && ev.Transient() {
 		// A snapshot older than a persisted event already mapped (one that
@@ -468,6 +471,7 @@ func (c *conversation) handleEvent(ctx context.Context, raw []byte, persisted, c
 	} else {
 		out = c.mapper.Map(ev, now)
 	}
+	out = c.notes.Decorate(prev, out, now)
 	out = c.decorator.Decorate(ev, out)
 	w.tel.mapped(ctx, time.Since(now))
 	c.mapped = append(c.mapped, out...)

@@ -34,6 +34,16 @@ type sessionEmitter struct {
 // all in one ResourceLogs. This is the only place that assigns seq:
 // positions follow emission order, strictly increasing within the epoch.
 func (e *sessionEmitter) batch(ctx context.Context, events []*aep.Event) plog.Logs {
+	for _, ev := range events {
+		ev.Epoch, ev.Seq = aep.Int64(e.epoch), aep.Int64(e.seq)
+		e.seq++
+	}
+	return e.records(ctx, events)
+}
+
+// records projects already positioned events to log records, unchanged:
+// a batch, or a recorded control ack re-sent byte-identically.
+func (e *sessionEmitter) records(ctx context.Context, events []*aep.Event) plog.Logs {
 	logs := plog.NewLogs()
 	if len(events) == 0 {
 		return logs
@@ -44,8 +54,6 @@ func (e *sessionEmitter) batch(ctx context.Context, events []*aep.Event) plog.Lo
 	sl.Scope().SetName(scopeName)
 	observed := pcommon.NewTimestampFromTime(time.Now())
 	for _, ev := range events {
-		ev.Epoch, ev.Seq = aep.Int64(e.epoch), aep.Int64(e.seq)
-		e.seq++
 		lr := plog.NewLogRecord()
 		if err := projection.ToLogRecord(ev, lr, projection.Options{}); err != nil {
 			// The mapper built an event the projection refuses: a bug, but

@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/capture"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/ratelog"
@@ -42,6 +43,12 @@ type openhandsReceiver struct {
 	cancel   context.CancelFunc
 	watchers sync.WaitGroup
 
+	// sessions is what the control extension finds conversations in.
+	sessions *sessionIndex
+	// gated: a control extension is configured; answerable: it is on.
+	gated, answerable bool
+	unregister        func()
+
 	healthMu   sync.Mutex
 	health     map[string]error // per server; nil = healthy
 	lastStatus componentstatus.Status
@@ -59,8 +66,9 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*openh
 	}
 	r := &openhandsReceiver{
 		cfg: cfg, set: set, next: next, tel: tel, redactor: redactor,
-		rl:     ratelog.New(set.Logger, logEvery),
-		health: make(map[string]error),
+		rl:       ratelog.New(set.Logger, logEvery),
+		health:   make(map[string]error),
+		sessions: newSessionIndex(),
 	}
 	// Every conversation gets this configuration; check it once, now.
 	if _, err := mapping.NewConversation(r.mappingConfig("localhost:0", "config-check", 0)); err != nil {
@@ -71,6 +79,14 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*openh
 
 func (r *openhandsReceiver) Start(ctx context.Context, host component.Host) error {
 	r.host = host
+	if r.cfg.Control != nil {
+		reg, err := findControl(*r.cfg.Control, host.GetExtensions())
+		if err != nil {
+			return err
+		}
+		r.gated = true
+		r.answerable, r.unregister = reg.Register(r.sessions)
+	}
 	epoch := processEpochs.next()
 	r.set.Logger.Info("openhands receiver starting", zap.Int64("aep.epoch", epoch), zap.Int("servers", len(r.cfg.Servers)),
 		zap.Bool("storage", r.cfg.Storage != nil), zap.Int("shard.index", r.cfg.Shard.Index), zap.Int("shard.count", r.cfg.Shard.Count))
@@ -98,6 +114,9 @@ func (r *openhandsReceiver) Start(ctx context.Context, host component.Host) erro
 }
 
 func (r *openhandsReceiver) Shutdown(ctx context.Context) error {
+	if r.unregister != nil {
+		r.unregister()
+	}
 	if r.cancel == nil {
 		return r.closeStorage(ctx)
 	}
@@ -214,6 +233,7 @@ func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serve
 		shard:        r.cfg.Shard,
 		journal:      j,
 		convs:        make(map[string]*conversation),
+		index:        r.sessions,
 		ended:        newRecentIDs(dedupeWindow),
 		// newSession starts a conversation in this process's generation,
 		// or resumes the one restored from storage.
@@ -226,6 +246,10 @@ func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serve
 			if err != nil {
 				return nil, err
 			}
+			var notes *openhandscontrol.Notes
+			if r.gated {
+				notes = openhandscontrol.NewNotes(mapper, r.answerable)
+			}
 			c := &conversation{
 				id:        info.ID,
 				watch:     w,
@@ -233,6 +257,7 @@ func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serve
 				info:      info,
 				mapper:    mapper,
 				decorator: mapping.NewDecorator(mapping.DecoratorState{}),
+				notes:     notes,
 				emitter: &sessionEmitter{
 					next: r.next, resource: resource, epoch: generation,
 					retry: r.cfg.Reconnect, tel: r.tel, logger: logger,

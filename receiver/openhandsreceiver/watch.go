@@ -28,6 +28,8 @@ type serverWatch struct {
 	rl           *ratelog.Logger
 
 	convs map[string]*conversation
+	// index is where the control gate finds them.
+	index *sessionIndex
 	// ended remembers conversations whose session ended, so that one seen
 	// again is not given a second session.started / session.ended.
 	ended *recentIDs
@@ -90,6 +92,7 @@ func (w *serverWatch) observe(ctx context.Context, info conversationInfo) {
 			return
 		}
 		w.convs[info.ID] = c
+		w.index.add(c)
 		c.begin(ctx)
 		c.attach(ctx)
 	case info.ExecutionStatus == "deleting":
@@ -113,6 +116,7 @@ func moved(before, now conversationInfo) bool {
 func (w *serverWatch) endSession(ctx context.Context, c *conversation) {
 	c.end(ctx)
 	delete(w.convs, c.id)
+	w.index.remove(c)
 	w.ended.add(c.id)
 }
 
@@ -161,6 +165,7 @@ func (w *serverWatch) restore(ctx context.Context) {
 			continue
 		}
 		w.convs[s.id] = c
+		w.index.add(c)
 	}
 	w.logger.Info("restored conversations from storage", zap.Int("conversations", len(w.convs)))
 }

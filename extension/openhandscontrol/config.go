@@ -1,0 +1,46 @@
+package openhandscontrol // import "github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+)
+
+// Config is the control gate's configuration.
+type Config struct {
+	// Enabled opens the gate. Off, the hello declares accepts: [] and no
+	// command is ever executed.
+	Enabled bool `mapstructure:"enabled"`
+	// AckWindow is the declared ack_window_ms (AEP-0004 §3).
+	AckWindow time.Duration `mapstructure:"ack_window"`
+	// ReplyGuard bounds the wait for the agent server's REST answer; past
+	// it the command is acked control.accepted (will try). It must leave
+	// room inside AckWindow for the ack to travel.
+	ReplyGuard time.Duration `mapstructure:"reply_guard"`
+	// SendInputMaxChars caps x.openhands.control.send_input's text, in
+	// characters (Unicode code points).
+	SendInputMaxChars int `mapstructure:"send_input_max_chars"`
+
+	_ struct{}
+}
+
+var _ component.Config = (*Config)(nil)
+
+// Validate checks the configuration; every message names its key.
+func (cfg *Config) Validate() error {
+	var errs []error
+	if cfg.AckWindow <= 0 {
+		errs = append(errs, errors.New("ack_window: must be positive"))
+	}
+	if cfg.ReplyGuard <= 0 {
+		errs = append(errs, errors.New("reply_guard: must be positive"))
+	} else if cfg.AckWindow > 0 && cfg.ReplyGuard >= cfg.AckWindow {
+		errs = append(errs, fmt.Errorf("reply_guard: must be shorter than ack_window (%s), so the ack arrives inside the declared window", cfg.AckWindow))
+	}
+	if cfg.SendInputMaxChars <= 0 {
+		errs = append(errs, errors.New("send_input_max_chars: must be positive"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,14 @@
+// Package openhandscontrol is the opt-in control gate of the
+// otelcol-openhands distribution: the hub between the aeprelay exporter,
+// which receives AEP-0004 commands on the relay socket, and the openhands
+// receiver, which owns each conversation's sequence, its last-observed
+// status and the agent server it lives on.
+//
+// Off (the default) it declares accepts: [] and writes nothing, so the
+// only frame the distribution ever sends an agent server is the socket's
+// auth frame. On, it accepts exactly five commands and turns each into one
+// REST write (writeAgentServer) after checking the design record's guards
+// against the receiver's last-observed status; acks and outcomes are
+// ordinary sequenced events of the conversation's session, emitted through
+// the receiver.
+package openhandscontrol // import "github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"

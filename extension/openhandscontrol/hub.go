@@ -1,0 +1,77 @@
+package openhandscontrol // import "github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"time"
+
+	"go.opentelemetry.io/collector/config/configopaque"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+)
+
+// The gate sits between two components that find it by its id among the
+// host's extensions (as splunkhecreceiver finds ackextension): the
+// aeprelay exporter hands it commands (its control key; the gate
+// implements the exporter's ControlHandler), and the openhands receiver
+// registers the conversations it observes (its control key; Register).
+
+// Registrar is what the receiver looks the extension up as.
+type Registrar interface {
+	// Register adds the conversations an observer holds to those commands
+	// may address. answerable tells the observer whether attention
+	// requests gain the approve/deny options (the gate is on); unregister
+	// removes it again (the observer's Shutdown).
+	Register(o Observer) (answerable bool, unregister func())
+}
+
+// Observer is a receiver's set of observed conversations.
+type Observer interface {
+	// Session returns the conversation observed as AEP session id.
+	Session(id string) (Session, bool)
+}
+
+// Session is one observed conversation, as the gate drives it.
+type Session interface {
+	// Server is the agent server the conversation lives on.
+	Server() Server
+	// Control runs fn under the conversation's lock, the one that orders
+	// its mapping and emission, with its control state, and emits the
+	// events fn returns through the session's sequencer before the lock is
+	// released: acks and outcomes get their (epoch, seq) where every other
+	// event of the session does. fn must not block.
+	Control(ctx context.Context, fn func(n *Notes) []*aep.Event) error
+	// Resend re-emits an already sequenced event unchanged, at its
+	// recorded position: a recorded ack answering a redelivered command.
+	Resend(ctx context.Context, ev *aep.Event) error
+}
+
+// Server is where a conversation lives: its REST base and the client and
+// session key the receiver observes it with.
+type Server struct {
+	// Name labels the server in logs and metrics.
+	Name string
+	// Base is the server's base URL (the receiver's servers[].endpoint).
+	Base *url.URL
+	// Key is sent as X-Session-API-Key; empty sends none.
+	Key configopaque.String
+	// Client is the receiver's HTTP client for the server (TLS, headers,
+	// timeout).
+	Client *http.Client
+}
+
+// View is what the gate reads from and builds through one conversation's
+// mapping state (the receiver's mapper implements it). It is used under
+// the conversation's lock only.
+type View interface {
+	// Status is the last-observed execution_status, "" before the first.
+	Status() string
+	// Attention is the id of the live attention.requested, "" if none.
+	Attention() string
+	// NewEvent returns an envelope of the session (source, agent, open
+	// run, severity, capture level) with an id derived from key.
+	NewEvent(typ string, at time.Time, key string) *aep.Event
+	// Redacted returns s as a field annotated redacted may carry it in out.
+	Redacted(out *aep.Event, s string) (string, bool)
+}

@@ -1,0 +1,275 @@
+package openhandscontrol // import "github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+)
+
+// The agent server's execution statuses the guards and outcomes name.
+const (
+	statusRunning  = "running"
+	statusPaused   = "paused"
+	statusWaiting  = "waiting_for_confirmation"
+	statusDeleting = "deleting"
+)
+
+// inflight is one command from its guard check to its settlement. The
+// worker executing it and the conversation's Notes share it, under the
+// conversation's lock only.
+type inflight struct {
+	cmd *command
+	// decision is the recorded ack, unmade until the REST result, the
+	// reply guard's expiry or the observed outcome itself decides it,
+	// whichever comes first.
+	decision decision
+	// inputSent marks the send_input outcome as emitted.
+	inputSent bool
+}
+
+// decision is a command's ack: the event and, for control.rejected, its
+// reason (which the event carries only when its capture level has data).
+type decision struct {
+	ack    *aep.Event
+	reason string
+}
+
+// Notes is one conversation's control state: the commands whose outcome
+// the stream has yet to show. The receiver holds one per conversation and
+// uses it under the conversation's lock only: in Control, and in Decorate
+// on every mapped batch. A nil *Notes decorates nothing (no gate).
+type Notes struct {
+	view       View
+	answerable bool
+	// The pending notes of the design record: the command whose status
+	// flip the stream has yet to show, per verb. Any status change clears
+	// them.
+	pause, resume, interrupt *inflight
+	// respond marks the live attention request settling.
+	respond *inflight
+}
+
+// NewNotes returns the control state of one conversation read through
+// view; answerable (the gate is on) makes its attention requests carry
+// the approve/deny options and the control respond path.
+func NewNotes(view View, answerable bool) *Notes {
+	return &Notes{view: view, answerable: answerable}
+}
+
+// guard checks a command against the last-observed status and attention
+// request, before any write: nil means forward it.
+func (n *Notes) guard(c *command) *rejection {
+	status := n.view.Status()
+	shown := status
+	if shown == "" {
+		shown = "not observed yet"
+	}
+	refused := func(format string, args ...any) *rejection {
+		return &rejection{reason: reasonRefused, detail: fmt.Sprintf(format, args...)}
+	}
+	switch c.typ {
+	case typePause, typeInterrupt:
+		if status != statusRunning {
+			return refused("%s is forwarded only while the conversation is running; its status is %s", c.typ, shown)
+		}
+	case typeResume:
+		switch status {
+		case statusPaused:
+		case statusWaiting:
+			return refused("the conversation is waiting for confirmation: answer the pending request with %s (a resume there would approve it)", typeRespond)
+		default:
+			return refused("%s is forwarded only from paused; the conversation's status is %s", typeResume, shown)
+		}
+	case typeRespond:
+		live := n.view.Attention()
+		switch {
+		case live == "":
+			return refused("no attention request is pending (status %s)", shown)
+		case c.subject != live:
+			return refused("subject %s is not the live pending request %s", c.subject, live)
+		case n.respond != nil:
+			return refused("a respond to %s (command %s) is already settling", live, n.respond.cmd.id)
+		}
+	}
+	return nil
+}
+
+// arm records a forwarded command's pending note, so that the status
+// flip it causes is cause-linked to it.
+func (n *Notes) arm(f *inflight) {
+	switch f.cmd.typ {
+	case typePause:
+		n.pause = f
+	case typeResume:
+		n.resume = f
+	case typeInterrupt:
+		n.interrupt = f
+	case typeRespond:
+		n.respond = f
+	}
+}
+
+// disarm drops f's note, if it is still armed.
+func (n *Notes) disarm(f *inflight) {
+	for _, note := range []**inflight{&n.pause, &n.resume, &n.interrupt, &n.respond} {
+		if *note == f {
+			*note = nil
+		}
+	}
+}
+
+// reject decides f's ack as control.rejected and returns it.
+func (n *Notes) reject(f *inflight, r *rejection, at time.Time) *aep.Event {
+	ev := n.view.NewEvent("control.rejected", at, ackKey(f.cmd))
+	ev.Cause = f.cmd.id
+	if ev.Data != nil {
+		ev.Data["reason"] = r.reason
+		if detail, ok := n.view.Redacted(ev, r.detail); ok && detail != "" {
+			ev.Data["detail"] = detail
+		}
+	}
+	f.decision = decision{ack: ev, reason: r.reason}
+	return ev
+}
+
+// accept decides f's ack as control.accepted (golden: no data) and
+// returns it.
+func (n *Notes) accept(f *inflight, at time.Time) *aep.Event {
+	ev := n.view.NewEvent("control.accepted", at, ackKey(f.cmd))
+	ev.Cause = f.cmd.id
+	ev.Data = nil
+	f.decision = decision{ack: ev}
+	return ev
+}
+
+func ackKey(c *command) string { return "ack\n" + c.source + "\n" + c.id }
+
+// result is how a forwarded command's REST write ended, as the reply
+// guard reports it.
+type result struct {
+	// written: the server answered 2xx.
+	written bool
+	// willTry: the reply guard expired first; the write may still land.
+	willTry bool
+	// rejection: the server refused (4xx) or could not be reached (busy).
+	rejection *rejection
+}
+
+// settle applies a write's result: the ack unless one was already
+// decided, the send_input outcome at 2xx, and, when the write failed, the
+// note dropped (the flip it waited for will not come).
+func (n *Notes) settle(f *inflight, r result, at time.Time) []*aep.Event {
+	var out []*aep.Event
+	if f.decision.ack == nil {
+		if r.rejection != nil {
+			out = append(out, n.reject(f, r.rejection, at))
+		} else {
+			out = append(out, n.accept(f, at))
+		}
+	}
+	if r.rejection != nil {
+		n.disarm(f)
+	}
+	if r.written && f.cmd.typ == typeSendInput && !f.inputSent {
+		f.inputSent = true
+		sent := n.view.NewEvent("x.openhands.input.sent", at, "input\n"+f.cmd.source+"\n"+f.cmd.id)
+		sent.Cause = f.cmd.id
+		out = append(out, sent) // the text is never echoed
+	}
+	return out
+}
+
+// Decorate applies the gate to one mapped batch, under the conversation's
+// lock, after the mapper has taken in the vendor event (prev is the status
+// before it). It leaves the pure mapping's output as pinned and adds only
+// what the gate owns:
+//   - an answerable gate gives attention.requested the approve/deny
+//     options and respond_via [control];
+//   - a status flip out of waiting_for_confirmation while a respond is
+//     settling gains attention.answered (the echoed answer) before
+//     attention.resolved, both caused by the command;
+//   - a flip to paused under a pending interrupt or pause, or to running
+//     under a pending resume, has its state event caused by the command;
+//   - the first outcome of a command whose ack is still undecided acks it
+//     control.accepted first (the stream shows the write landed), so an
+//     ack never follows its outcome.
+//
+// Any status change clears every note.
+func (n *Notes) Decorate(prev string, out []*aep.Event, at time.Time) []*aep.Event {
+	if n == nil {
+		return out
+	}
+	if n.answerable {
+		for _, ev := range out {
+			if ev.Type == "attention.requested" && ev.Data != nil {
+				ev.Data["options"] = []any{
+					map[string]any{"id": optionApprove, "label": "Approve"},
+					map[string]any{"id": optionDeny, "label": "Deny"},
+				}
+				ev.Data["respond_via"] = []any{"control"}
+			}
+		}
+	}
+	next := n.view.Status()
+	if next == prev {
+		return out
+	}
+	var acks []*aep.Event
+	ackFirst := func(f *inflight) {
+		if f.decision.ack == nil {
+			acks = append(acks, n.accept(f, at))
+		}
+	}
+	if f := n.respond; f != nil && prev == statusWaiting && next != statusPaused && next != statusDeleting {
+		if i := slices.IndexFunc(out, func(ev *aep.Event) bool {
+			return ev.Type == "attention.resolved" && ev.Subject == f.cmd.subject
+		}); i >= 0 {
+			out[i].Cause = f.cmd.id
+			out = slices.Insert(out, i, n.answered(f, at))
+			ackFirst(f)
+		}
+	}
+	var caused *inflight
+	switch next {
+	case statusPaused:
+		caused = cmp.Or(n.interrupt, n.pause) // the escalation made it instant
+	case statusRunning:
+		caused = n.resume
+	}
+	if caused != nil {
+		if i := slices.IndexFunc(out, func(ev *aep.Event) bool {
+			return ev.Type == "state.delta" || ev.Type == "state.snapshot"
+		}); i >= 0 {
+			out[i].Cause = caused.cmd.id
+			ackFirst(caused)
+		}
+	}
+	n.pause, n.resume, n.interrupt, n.respond = nil, nil, nil, nil
+	if len(acks) == 0 {
+		return out
+	}
+	return append(acks, out...)
+}
+
+// answered is the attention.answered a settling respond becomes once the
+// stream shows the request left waiting: the echoed answer (its text
+// redaction-gated), via control, by the sender.
+func (n *Notes) answered(f *inflight, at time.Time) *aep.Event {
+	ev := n.view.NewEvent("attention.answered", at, "answered\n"+f.cmd.source+"\n"+f.cmd.id)
+	ev.Subject, ev.Cause = f.cmd.subject, f.cmd.id
+	if ev.Data != nil {
+		answer := map[string]any{"option": f.cmd.option}
+		if text, ok := n.view.Redacted(ev, f.cmd.text); ok && text != "" {
+			answer["text"] = text
+		}
+		ev.Data["answer"] = answer
+		ev.Data["via"] = "control"
+		if f.cmd.agent != "" {
+			ev.Data["by"] = f.cmd.agent
+		}
+	}
+	return ev
+}

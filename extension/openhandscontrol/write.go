@@ -1,0 +1,86 @@
+package openhandscontrol // import "github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// maxDetailBytes bounds how much of an error answer becomes a detail.
+const maxDetailBytes = 1024
+
+// writeOutcome is what one REST write came to.
+type writeOutcome struct {
+	// status is the HTTP status, 0 when no answer arrived.
+	status int
+	// detail is the server's error detail, or the transport error.
+	detail string
+}
+
+// writeAgentServer is the one place the distribution writes to an agent
+// server: a REST POST under the conversation with the server's session key
+// (X-Session-API-Key). The receiver only reads, and on the socket writes
+// nothing but the auth frame, gated or not; the gate calls this only for a
+// forwarded command.
+func writeAgentServer(ctx context.Context, srv Server, w write) writeOutcome {
+	body := io.Reader(http.NoBody)
+	if w.body != nil {
+		body = bytes.NewReader(w.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.Base.JoinPath(w.path).String(), body)
+	if err != nil {
+		return writeOutcome{detail: fmt.Sprintf("build POST %s: %v", w.path, err)}
+	}
+	req.Header.Set("Accept", "application/json")
+	if w.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if srv.Key != "" {
+		req.Header.Set("X-Session-API-Key", string(srv.Key))
+	}
+	resp, err := srv.Client.Do(req)
+	if err != nil {
+		return writeOutcome{detail: fmt.Sprintf("POST %s: %v", w.path, err)}
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxDetailBytes))
+	out := writeOutcome{status: resp.StatusCode}
+	if resp.StatusCode/100 != 2 {
+		out.detail = fmt.Sprintf("POST %s: %s: %s", w.path, resp.Status, errorDetail(raw))
+	}
+	return out
+}
+
+// errorDetail reads the server's {"detail": ...} error body (a string, or
+// a validation list), falling back to the body itself.
+func errorDetail(raw []byte) string {
+	var body struct {
+		Detail json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(raw, &body) == nil && len(body.Detail) > 0 {
+		var s string
+		if json.Unmarshal(body.Detail, &s) == nil {
+			return s
+		}
+		return string(body.Detail)
+	}
+	return strings.TrimSpace(string(raw))
+}
+
+// result converts the outcome as the design record's reply guard does:
+// 2xx accepted; 4xx (409 included) refused; no answer (unreachable) busy;
+// 5xx busy too: the server was reached but failed, and may not next time.
+func (o writeOutcome) result() result {
+	switch {
+	case o.status/100 == 2:
+		return result{written: true}
+	case o.status/100 == 4:
+		return result{rejection: &rejection{reason: reasonRefused, detail: o.detail}}
+	default:
+		return result{rejection: &rejection{reason: reasonBusy, detail: o.detail}}
+	}
+}

@@ -1,0 +1,96 @@
+package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"go.opentelemetry.io/collector/component"
+
+	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+)
+
+// The receiver's side of the control gate (extension/openhandscontrol):
+// with a control key it registers its conversations with the extension,
+// which drives them through the three methods below. Every ack and
+// outcome is emitted under the conversation's lock by its own emitter, so
+// (epoch, seq) stays the receiver's alone, and the gate's pending notes
+// see status flips exactly where the mapper applies them.
+
+// findControl looks the control extension up among the host's extensions.
+func findControl(id component.ID, extensions map[component.ID]component.Component) (openhandscontrol.Registrar, error) {
+	ext, ok := extensions[id]
+	if !ok {
+		return nil, fmt.Errorf("control: extension %q is not configured in service::extensions", id)
+	}
+	reg, ok := ext.(openhandscontrol.Registrar)
+	if !ok {
+		return nil, fmt.Errorf("control: extension %q is not an openhandscontrol extension", id)
+	}
+	return reg, nil
+}
+
+// sessionIndex finds an observed conversation by its AEP session id, for
+// the gate; the discovery goroutines add and remove them.
+type sessionIndex struct {
+	mu    sync.Mutex
+	convs map[string]*conversation
+}
+
+func newSessionIndex() *sessionIndex {
+	return &sessionIndex{convs: make(map[string]*conversation)}
+}
+
+func (x *sessionIndex) add(c *conversation) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.convs[c.id] = c
+}
+
+func (x *sessionIndex) remove(c *conversation) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.convs[c.id] == c {
+		delete(x.convs, c.id)
+	}
+}
+
+// Session implements openhandscontrol.Observer.
+func (x *sessionIndex) Session(id string) (openhandscontrol.Session, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	c, ok := x.convs[id]
+	return c, ok
+}
+
+var _ openhandscontrol.Session = (*conversation)(nil)
+
+// Server implements openhandscontrol.Session: the REST base, key and
+// client the receiver observes the conversation with.
+func (c *conversation) Server() openhandscontrol.Server {
+	api := c.watch.api
+	return openhandscontrol.Server{Name: api.name, Base: api.base, Key: api.key, Client: api.client}
+}
+
+// Control implements openhandscontrol.Session: what fn returns leaves at
+// once, after whatever was mapped before it, through the one emission path
+// (emitLocked: positions, write-ahead, pipeline).
+func (c *conversation) Control(ctx context.Context, fn func(n *openhandscontrol.Notes) []*aep.Event) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mapped = append(c.mapped, fn(c.notes)...)
+	c.flushLocked(ctx)
+	return nil
+}
+
+// Resend implements openhandscontrol.Session: the recorded ack goes to the
+// pipeline again at its recorded position. It is a redelivery, so it is not
+// written ahead: a crash loses at most a re-ack, which the sender's retry
+// asks for again.
+func (c *conversation) Resend(ctx context.Context, ev *aep.Event) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.flushLocked(ctx)
+	return c.emitter.consume(ctx, c.emitter.records(ctx, []*aep.Event{ev}))
+}
