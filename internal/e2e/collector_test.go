@@ -22,6 +22,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/connector/aepconnector"
 	"github.com/otelcol-openhands/otelcol-openhands/exporter/aeprelayexporter"
+	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
 )
 
@@ -56,6 +57,15 @@ type pipelineConfig struct {
 	// feeding a traces pipeline to the sink and a metrics pipeline to the
 	// exporter.
 	traces, prometheus string
+	// control, when set, is the openhandscontrol extension's
+	// configuration (indented YAML lines); the receiver and the exporter
+	// both name the extension.
+	control string
+	// noToken leaves the exporter's relay token out (a watch-only relay).
+	noToken bool
+	// receiverExtra is appended to the receiver's configuration (indented
+	// YAML lines).
+	receiverExtra string
 }
 
 // yaml renders the collector configuration: short timings everywhere so
@@ -77,15 +87,26 @@ func (c pipelineConfig) yaml() string {
 		socket = "\n        socket: " + c.socket
 	}
 	exporters := []string{"aeprelay"}
-	var b strings.Builder
-	receiverStorage, extensions := "", "[]"
+	receiverExtra, exporterExtra, token := c.receiverExtra, "", "\n    token: "+relayToken
+	if c.noToken {
+		token = ""
+	}
+	var extensions []string
+	var extensionConfigs strings.Builder
 	if c.storage != "" {
-		receiverStorage, extensions = "\n    storage: counting_storage", "[counting_storage]"
-		fmt.Fprintf(&b, `
-extensions:
-  counting_storage:
-    directory: %s
-`, c.storage)
+		receiverExtra += "\n    storage: counting_storage"
+		extensions = append(extensions, "counting_storage")
+		fmt.Fprintf(&extensionConfigs, "  counting_storage:\n    directory: %s\n", c.storage)
+	}
+	if c.control != "" {
+		receiverExtra += "\n    control: openhandscontrol"
+		exporterExtra = "\n    control: openhandscontrol"
+		extensions = append(extensions, "openhandscontrol")
+		fmt.Fprintf(&extensionConfigs, "  openhandscontrol:\n%s\n", c.control)
+	}
+	var b strings.Builder
+	if extensionConfigs.Len() > 0 {
+		fmt.Fprintf(&b, "\nextensions:\n%s", extensionConfigs.String())
 	}
 	fmt.Fprintf(&b, `
 receivers:
@@ -103,8 +124,7 @@ processors:
     timeout: 20ms
 exporters:
   aeprelay:
-    endpoint: %s
-    token: %s
+    endpoint: %s%s%s
     instance: e2e/1
     hello_timeout: 2s
     confirm_timeout: %s
@@ -112,7 +132,7 @@ exporters:
     reconnect:
       initial_interval: 10ms
       max_interval: 100ms%s
-`, c.agentServer, stubKey, socket, receiverStorage, c.relay, relayToken, confirm, retry)
+`, c.agentServer, stubKey, socket, receiverExtra, c.relay, token, exporterExtra, confirm, retry)
 	if c.otlp != "" {
 		exporters = append(exporters, "otlp_http")
 		fmt.Fprintf(&b, `
@@ -134,7 +154,7 @@ connectors:
 	}
 	fmt.Fprintf(&b, `
 service:
-  extensions: %s
+  extensions: [%s]
   telemetry:
     metrics:
       level: none
@@ -143,7 +163,7 @@ service:
       receivers: [openhands]
       processors: [batch]
       exporters: [%s]
-`, extensions, strings.Join(exporters, ", "))
+`, strings.Join(extensions, ", "), strings.Join(exporters, ", "))
 	if connected {
 		b.WriteString(`
     traces:
@@ -173,7 +193,7 @@ func factories() (otelcol.Factories, error) {
 	if err != nil {
 		return otelcol.Factories{}, fmt.Errorf("exporter factories: %w", err)
 	}
-	extensions, err := otelcol.MakeFactoryMap(countingStorageFactory())
+	extensions, err := otelcol.MakeFactoryMap(countingStorageFactory(), openhandscontrol.NewFactory())
 	if err != nil {
 		return otelcol.Factories{}, fmt.Errorf("extension factories: %w", err)
 	}

@@ -52,11 +52,12 @@ func (e *env) newConversation() *oh.Conversation {
 }
 
 // relayEvents returns the session's events the relay admitted, one per
-// (source, id), in (epoch, seq) order.
+// (source, id), in (epoch, seq) order; commands (which carry no seq) are
+// left out.
 func (e *env) relayEvents(session string) []*aep.Event {
 	var out []*aep.Event
 	for _, rec := range e.relay.Events() {
-		if rec.Event.Session == session {
+		if rec.Event.Session == session && rec.Event.Seq != nil {
 			out = append(out, rec.Event)
 		}
 	}
@@ -215,6 +216,15 @@ func expectedType(ve oh.Event) (string, bool) {
 		return "tool.failed", true
 	case oh.KindConversationStateUpdateEvent:
 		return "state.delta", true // full_state is never persisted
+	case oh.KindUserRejectObservation:
+		if ve["rejection_source"] == "hook" {
+			return "tool.denied", true
+		}
+		return "x.openhands.user_reject.observation", true
+	case oh.KindPauseEvent:
+		return "x.openhands.pause.event", true
+	case oh.KindInterruptEvent:
+		return "x.openhands.interrupt.event", true
 	}
 	return "", false
 }
@@ -323,7 +333,9 @@ type eventKey struct{ source, id string }
 func (e *env) relayKeys() map[eventKey]int {
 	keys := map[eventKey]int{}
 	for _, rec := range e.relay.Events() {
-		keys[eventKey{rec.Event.Source, rec.Event.ID}]++
+		if rec.Event.Seq != nil { // commands are not ours
+			keys[eventKey{rec.Event.Source, rec.Event.ID}]++
+		}
 	}
 	return keys
 }
