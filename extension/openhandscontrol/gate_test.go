@@ -1,0 +1,330 @@
+package openhandscontrol
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/extension/extensiontest"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
+)
+
+const waitFor = 10 * time.Second
+
+// fakeSession is an observed conversation: its lock, notes and the events
+// the gate emitted through it, in order.
+type fakeSession struct {
+	server Server
+	view   *fakeView
+
+	mu      sync.Mutex
+	notes   *Notes
+	emitted []*aep.Event
+	resent  []*aep.Event
+	hold    chan struct{} // when set, Control waits for it to close
+}
+
+func (s *fakeSession) Server() Server { return s.server }
+
+func (s *fakeSession) Control(_ context.Context, fn func(n *Notes) []*aep.Event) error {
+	if s.hold != nil {
+		<-s.hold
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.emitted = append(s.emitted, fn(s.notes)...)
+	return nil
+}
+
+func (s *fakeSession) Resend(_ context.Context, ev *aep.Event) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.resent = append(s.resent, ev)
+	return nil
+}
+
+func (s *fakeSession) events() []*aep.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.emitted)
+}
+
+type observer map[string]*fakeSession
+
+func (o observer) Session(id string) (Session, bool) {
+	s, ok := o[id]
+	return s, ok
+}
+
+// statusHost records the component status the gate reports.
+type statusHost struct {
+	component.Host
+	mu     sync.Mutex
+	events []*componentstatus.Event
+}
+
+func (h *statusHost) Report(ev *componentstatus.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, ev)
+}
+
+func (h *statusHost) statuses() []componentstatus.Status {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []componentstatus.Status
+	for _, ev := range h.events {
+		out = append(out, ev.Status())
+	}
+	return out
+}
+
+type gateHarness struct {
+	gate *gate
+	tel  *componenttest.Telemetry
+	host *statusHost
+	stub *oh.Server
+	conv *oh.Conversation
+	sess *fakeSession
+}
+
+// startGate runs a gate over one conversation of a stub agent server.
+func startGate(t *testing.T, cfg *Config, status string) *gateHarness {
+	t.Helper()
+	stub := oh.Start(t, oh.Config{SessionAPIKeys: []string{"k"}})
+	conv, err := stub.CreateConversation(oh.ConversationOptions{Status: status})
+	require.NoError(t, err)
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	set := extensiontest.NewNopSettings(componentType)
+	set.TelemetrySettings = tel.NewTelemetrySettings()
+	ext, err := NewFactory().Create(context.Background(), set, cfg)
+	require.NoError(t, err)
+	g := ext.(*gate)
+	host := &statusHost{Host: componenttest.NewNopHost()}
+	require.NoError(t, g.Start(context.Background(), host))
+	t.Cleanup(func() { require.NoError(t, g.Shutdown(context.Background())) })
+	base, err := url.Parse(stub.URL())
+	require.NoError(t, err)
+	view := &fakeView{status: status, capture: aep.CaptureRedacted}
+	sess := &fakeSession{
+		server: Server{Name: "stub", Base: base, Key: "k", Client: &http.Client{Timeout: 5 * time.Second}},
+		view:   view, notes: NewNotes(view, cfg.Enabled),
+	}
+	return &gateHarness{gate: g, tel: tel, host: host, stub: stub, conv: conv, sess: sess}
+}
+
+func gateConfig(enabled bool) *Config {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Enabled = enabled
+	cfg.ReplyGuard = 300 * time.Millisecond
+	return cfg
+}
+
+func (h *gateHarness) register() func() {
+	_, unregister := h.gate.Register(observer{h.conv.ID(): h.sess})
+	return unregister
+}
+
+func (h *gateHarness) command(id, typ string) *aep.Event {
+	return &aep.Event{AEP: aep.Version, ID: id, Type: typ, Source: "aep://ops", Agent: "ops", Session: h.conv.ID()}
+}
+
+// await waits until the session emitted an event of typ caused by cause.
+func (h *gateHarness) await(t *testing.T, typ, cause string) *aep.Event {
+	t.Helper()
+	var found *aep.Event
+	require.Eventually(t, func() bool {
+		for _, ev := range h.sess.events() {
+			if ev.Type == typ && ev.Cause == cause {
+				found = ev
+				return true
+			}
+		}
+		return false
+	}, waitFor, 5*time.Millisecond, "no %s caused by %s; emitted %v", typ, cause, types(h.sess.events()))
+	return found
+}
+
+func (h *gateHarness) counter(t *testing.T, name string, attrs ...attribute.KeyValue) int64 {
+	t.Helper()
+	m, err := h.tel.GetMetric(name)
+	if err != nil {
+		return 0
+	}
+	sum, ok := m.Data.(metricdata.Sum[int64])
+	require.True(t, ok)
+	var total int64
+	for _, dp := range sum.DataPoints {
+		match := true
+		for _, kv := range attrs {
+			if v, ok := dp.Attributes.Value(kv.Key); !ok || v != kv.Value {
+				match = false
+			}
+		}
+		if match {
+			total += dp.Value
+		}
+	}
+	return total
+}
+
+func TestAcceptsFollowsTheGate(t *testing.T) {
+	assert.Equal(t, []string{}, startGate(t, gateConfig(false), "idle").gate.Accepts())
+	on := startGate(t, gateConfig(true), "idle").gate
+	assert.Equal(t, accepted, on.Accepts())
+	assert.Equal(t, 10*time.Second, on.AckWindow())
+	answerable, unregister := on.Register(observer{})
+	unregister()
+	assert.True(t, answerable)
+}
+
+func TestHandleCommandNeverBlocksTheReadLoop(t *testing.T) {
+	h := startGate(t, gateConfig(true), oh.StatusRunning)
+	h.register()
+	h.sess.hold = make(chan struct{}) // a pipeline that does not take events
+	returned := make(chan struct{})
+	go func() {
+		h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause))
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(waitFor):
+		t.Fatal("HandleCommand waited for the session")
+	}
+	close(h.sess.hold)
+	h.await(t, "control.accepted", "c1")
+}
+
+func TestAPauseEndToEndWithMetrics(t *testing.T) {
+	h := startGate(t, gateConfig(true), oh.StatusRunning)
+	h.register()
+	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause))
+	h.await(t, "control.accepted", "c1")
+	require.Eventually(t, func() bool { return h.conv.Status() == oh.StatusPaused }, waitFor, 5*time.Millisecond)
+	writes := h.stub.Writes()
+	require.Len(t, writes, 1)
+	assert.Equal(t, "k", writes[0].Header.Get("X-Session-API-Key"))
+
+	assert.Equal(t, int64(1), h.counter(t, "otelcol_openhandscontrol_commands",
+		attribute.String("type", typePause), attribute.String("outcome", "accepted")))
+	assert.Equal(t, int64(1), h.counter(t, "otelcol_openhandscontrol_acks",
+		attribute.String("decision", "accepted"), attribute.Bool("redelivery", false)))
+	m, err := h.tel.GetMetric("otelcol_openhandscontrol_write_latency")
+	require.NoError(t, err)
+	hist := m.Data.(metricdata.Histogram[float64])
+	require.Len(t, hist.DataPoints, 1)
+	class, _ := hist.DataPoints[0].Attributes.Value("status_class")
+	assert.Equal(t, "2xx", class.AsString())
+}
+
+func TestRedeliveries(t *testing.T) {
+	h := startGate(t, gateConfig(true), oh.StatusIdle)
+	h.register()
+	h.stub.SetWriteFault(oh.WriteFault{Delay: 200 * time.Millisecond})
+	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause)) // refused: idle
+	ack := h.await(t, "control.rejected", "c1")
+
+	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause))
+	require.Eventually(t, func() bool {
+		h.sess.mu.Lock()
+		defer h.sess.mu.Unlock()
+		return len(h.sess.resent) == 1
+	}, waitFor, 5*time.Millisecond)
+	assert.Same(t, ack, h.sess.resent[0], "the recorded ack, not a new decision")
+
+	input := h.command("c2", typeSendInput)
+	input.Data = map[string]any{"text": "hi"}
+	for range 3 {
+		h.gate.HandleCommand(context.Background(), nil, input)
+	}
+	h.await(t, "x.openhands.input.sent", "c2")
+	assert.Len(t, h.stub.Writes(), 1, "executed once")
+	acks := 0
+	for _, ev := range h.sess.events() {
+		if ev.Cause == "c2" && ev.Type == "control.accepted" {
+			acks++
+		}
+	}
+	assert.Equal(t, 1, acks)
+	assert.Equal(t, int64(2), h.counter(t, "otelcol_openhandscontrol_commands", attribute.String("outcome", outcomeDuplicate)))
+	assert.Equal(t, int64(1), h.counter(t, "otelcol_openhandscontrol_commands", attribute.String("outcome", outcomeReacked)))
+	assert.Equal(t, int64(1), h.counter(t, "otelcol_openhandscontrol_acks", attribute.Bool("redelivery", true)))
+}
+
+func TestAnUnobservedSessionIsTriedAfreshLater(t *testing.T) {
+	h := startGate(t, gateConfig(true), oh.StatusRunning)
+	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause))
+	require.Eventually(t, func() bool {
+		return h.counter(t, "otelcol_openhandscontrol_commands", attribute.String("outcome", outcomeUnroutable)) == 1
+	}, waitFor, 5*time.Millisecond)
+	assert.Empty(t, h.stub.Writes())
+
+	unregister := h.register()
+	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause))
+	h.await(t, "control.accepted", "c1")
+	unregister()
+	h.gate.HandleCommand(context.Background(), nil, h.command("c2", typeResume))
+	require.Eventually(t, func() bool {
+		return h.counter(t, "otelcol_openhandscontrol_commands", attribute.String("outcome", outcomeUnroutable)) == 2
+	}, waitFor, 5*time.Millisecond)
+}
+
+func TestAClosedGateAnswersUnsupported(t *testing.T) {
+	h := startGate(t, gateConfig(false), oh.StatusRunning)
+	h.register()
+	for _, typ := range append(slices.Clone(accepted), "control.cancel") {
+		h.gate.HandleCommand(context.Background(), nil, h.command("c-"+typ, typ))
+		ack := h.await(t, "control.rejected", "c-"+typ)
+		assert.Equal(t, "unsupported", ack.Data["reason"])
+	}
+	assert.Empty(t, h.stub.Writes())
+}
+
+func TestReplyGuardAndUnreachableServers(t *testing.T) {
+	h := startGate(t, gateConfig(true), oh.StatusRunning)
+	h.register()
+	h.stub.SetWriteFault(oh.WriteFault{Delay: 2 * time.Second})
+	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typeInterrupt))
+	h.await(t, "control.accepted", "c1")
+	assert.Equal(t, oh.StatusRunning, h.conv.Status(), "acked will-try before the write landed")
+	require.Eventually(t, func() bool { return h.conv.Status() == oh.StatusPaused }, waitFor, 5*time.Millisecond)
+
+	h.stub.Close()
+	h.gate.HandleCommand(context.Background(), nil, h.command("c2", typePause))
+	ack := h.await(t, "control.rejected", "c2")
+	assert.Equal(t, "busy", ack.Data["reason"])
+	assert.Contains(t, ack.Data["detail"], "connection refused")
+	assert.Equal(t, []componentstatus.Status{componentstatus.StatusRecoverableError}, h.host.statuses())
+}
+
+func TestDedupeIsBounded(t *testing.T) {
+	d := newDedupe(2)
+	for _, id := range []string{"a", "b", "c"} {
+		k := commandKey{"s", id}
+		_, fresh := d.admit(k)
+		require.True(t, fresh)
+		assert.True(t, d.record(k, decision{ack: &aep.Event{ID: "ack-" + id}}, nil))
+		assert.False(t, d.record(k, decision{ack: &aep.Event{ID: "other"}}, nil), "one decision per command")
+	}
+	_, fresh := d.admit(commandKey{"s", "a"})
+	assert.True(t, fresh, "the oldest decision is forgotten past the bound")
+	e, fresh := d.admit(commandKey{"s", "c"})
+	assert.False(t, fresh)
+	assert.Equal(t, "ack-c", e.decision.ack.ID)
+	assert.Len(t, d.entries, 3, "two decided, one in flight")
+}
