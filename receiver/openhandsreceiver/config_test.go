@@ -70,6 +70,8 @@ func TestLoadConfig(t *testing.T) {
 		assert.Equal(t, map[string]aep.Capture{"attention": aep.CaptureRedacted}, cfg.Capture.Categories)
 		assert.Equal(t, []string{"github_token"}, cfg.SecretNames)
 		assert.Equal(t, []string{"OPENAI_API_KEY"}, cfg.SecretEnv)
+		require.NotNil(t, cfg.Control)
+		assert.Equal(t, component.MustNewID("openhandscontrol"), *cfg.Control)
 		assert.False(t, cfg.RedactPII)
 		assert.Equal(t, 5*time.Minute, cfg.IdleDetach)
 		assert.Equal(t, 2*time.Second, cfg.Reconnect.InitialInterval)
