@@ -14,7 +14,7 @@ OH_SERVER_VERSION := 1.58.2
 OH_VENV     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/otelcol-openhands/venv-$(OH_SERVER_VERSION)
 LIVE_TEST   := OH_PYTHON=$(OH_VENV)/bin/python OTELCOL_BIN=$(BIN) $(GOTEST) -tags live -timeout 15m -run '^TestLive$$' -v ./internal/livetest/
 
-.PHONY: all build test unit-test lint bench demo clean venv live-test record
+.PHONY: all build test unit-test lint bench demo demo-control clean venv live-test record
 
 all: lint test
 
@@ -48,6 +48,11 @@ lint: $(STATICCHECK)
 # it: simulated agent server -> collector -> local AEP relay, on loopback.
 demo: build
 	$(GO) run ./internal/demo -collector $(BIN) -config testdata/demo-config.yaml
+
+# demo-control is the demo with the control gate open: an operator approves
+# a pending action, then pauses and resumes the run, through the relay.
+demo-control: build
+	$(GO) run ./internal/demo -scenario control -collector $(BIN) -config testdata/demo-control-config.yaml
 
 venv:
 	@.ci/agent-server-venv $(OH_VENV) $(OH_SERVER_VERSION)

@@ -1,4 +1,5 @@
-// Command demo is what `make demo` runs: on loopback it starts a simulated
+// Command demo is what `make demo` and `make demo-control` run (the latter
+// with -scenario control, see control.go). On loopback it starts a simulated
 // OpenHands agent server and an AEP relay, runs the built collector against
 // them with testdata/demo-config.yaml, plays one scripted conversation (a
 // tool call, an approval, a failing tool, a finish, a deletion) and prints
@@ -41,13 +42,23 @@ func main() {
 	collector := flag.String("collector", "bin/otelcol-openhands", "the built collector binary")
 	config := flag.String("config", "testdata/demo-config.yaml", "the collector configuration")
 	timeout := flag.Duration("timeout", 90*time.Second, "give up after this long")
+	scenario := flag.String("scenario", "watch", "watch (read-only) or control (the gate open, an operator steering)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	if err := run(ctx, *collector, *config); err != nil {
+	play := run
+	switch *scenario {
+	case "watch":
+	case "control":
+		play = runControl
+	default:
+		fmt.Fprintf(os.Stderr, "demo: unknown scenario %q (want watch or control)\n", *scenario)
+		os.Exit(2)
+	}
+	if err := play(ctx, *collector, *config); err != nil {
 		fmt.Fprintln(os.Stderr, "demo failed:", err)
 		os.Exit(1)
 	}
