@@ -247,8 +247,8 @@ func (g *gate) forward(k commandKey, sess Session, f *inflight) {
 	start := time.Now()
 	g.work.Go(func() {
 		o := writeAgentServer(g.ctx, srv, w)
-		g.tel.wrote(g.ctx, f.cmd.typ, o, start)
 		g.report(srv, o)
+		g.tel.wrote(g.ctx, f.cmd.typ, o, start)
 		answer <- o
 	})
 	guard := time.NewTimer(g.cfg.ReplyGuard)

@@ -182,6 +182,21 @@ func (h *gateHarness) counter(t *testing.T, name string, attrs ...attribute.KeyV
 	return total
 }
 
+// writesAnswered counts the REST writes whose answer (or failure) the gate
+// has taken in.
+func (h *gateHarness) writesAnswered(t *testing.T) uint64 {
+	t.Helper()
+	m, err := h.tel.GetMetric("otelcol_openhandscontrol_write_latency")
+	if err != nil {
+		return 0
+	}
+	var n uint64
+	for _, dp := range m.Data.(metricdata.Histogram[float64]).DataPoints {
+		n += dp.Count
+	}
+	return n
+}
+
 func TestAcceptsFollowsTheGate(t *testing.T) {
 	assert.Equal(t, []string{}, startGate(t, gateConfig(false), "idle").gate.Accepts())
 	on := startGate(t, gateConfig(true), "idle").gate
@@ -303,12 +318,13 @@ func TestReplyGuardAndUnreachableServers(t *testing.T) {
 	h.await(t, "control.accepted", "c1")
 	assert.Equal(t, oh.StatusRunning, h.conv.Status(), "acked will-try before the write landed")
 	require.Eventually(t, func() bool { return h.conv.Status() == oh.StatusPaused }, waitFor, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return h.writesAnswered(t) == 1 }, waitFor, 5*time.Millisecond)
 
 	h.stub.Close()
 	h.gate.HandleCommand(context.Background(), nil, h.command("c2", typePause))
 	ack := h.await(t, "control.rejected", "c2")
 	assert.Equal(t, "busy", ack.Data["reason"])
-	assert.Contains(t, ack.Data["detail"], "connection refused")
+	assert.Contains(t, ack.Data["detail"], "POST /api/conversations/"+h.conv.ID()+"/pause: ", "no answer: refused or cut off")
 	assert.Equal(t, []componentstatus.Status{componentstatus.StatusRecoverableError}, h.host.statuses())
 }
 
