@@ -18,11 +18,15 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/otelcol-openhands/otelcol-openhands/exporter/aeprelayexporter"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
 )
 
 const waitFor = 10 * time.Second
+
+// The gate is what the aeprelay exporter's control key expects.
+var _ aeprelayexporter.ControlHandler = (*gate)(nil)
 
 // fakeSession is an observed conversation: its lock, notes and the events
 // the gate emitted through it, in order.

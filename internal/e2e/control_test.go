@@ -78,12 +78,16 @@ type cmd struct {
 	typ, session, subject string
 	data                  map[string]any
 	id                    string
+	rendered              []byte
 }
 
-// raw renders the command; its id is derived from its name so that a
-// redelivery reuses it.
+// raw renders the command once: every delivery of it is the same bytes,
+// as a sender's retries are.
 func (c *cmd) raw(t *testing.T) []byte {
 	t.Helper()
+	if c.rendered != nil {
+		return c.rendered
+	}
 	if c.id == "" {
 		c.id = aep.DeterministicID(time.Now(), c.typ+c.session+c.subject+time.Now().String())
 	}
@@ -98,6 +102,7 @@ func (c *cmd) raw(t *testing.T) []byte {
 	}
 	raw, err := json.Marshal(ev)
 	require.NoError(t, err)
+	c.rendered = raw
 	return raw
 }
 
@@ -527,11 +532,13 @@ func TestControlDedupe(t *testing.T) {
 	t.Run("a redelivery gets the recorded ack, byte-identical", func(t *testing.T) {
 		c := &cmd{typ: "control.resume", session: conv.ID()} // refused: running
 		raw := c.raw(t)
-		e.send(c)
+		refusal, err := e.relay.SendCommand(raw)
+		require.NoError(t, err)
+		require.Nil(t, refusal)
 		ack, _ := e.awaitAck(c)
 		assertRejected(t, ack, "refused", "")
 		first := acks.next(t, c.id)
-		refusal, err := e.relay.SendCommand(raw)
+		refusal, err = e.relay.SendCommand(raw)
 		require.NoError(t, err)
 		require.Nil(t, refusal)
 		assert.Equal(t, string(first), string(acks.next(t, c.id)), "the re-ack is the recorded ack, byte for byte")
