@@ -96,6 +96,10 @@ func (s *socketTransport) start(ctx context.Context, host component.Host) error 
 		if s.control, err = findControlHandler(*s.cfg.Control, host.GetExtensions()); err != nil {
 			return err
 		}
+		if len(s.control.Accepts()) > 0 && !s.sendsCredentials() {
+			s.logger.Warn("control: commands are accepted but this exporter sends the relay no credentials; "+
+				"a relay without a token is watch-only and never routes a command", zap.String("relay", s.relay.display))
+		}
 	}
 	s.instance = s.cfg.Instance
 	if s.instance == "" {
@@ -110,6 +114,20 @@ func (s *socketTransport) start(ctx context.Context, host component.Host) error 
 	s.stop, s.done = stop, make(chan struct{})
 	go s.run(runCtx)
 	return nil
+}
+
+// sendsCredentials reports whether the upgrade request authenticates: a
+// token, an auth extension, or a configured Authorization header.
+func (s *socketTransport) sendsCredentials() bool {
+	if s.cfg.Token != "" || s.cfg.Auth.HasValue() {
+		return true
+	}
+	for name := range s.cfg.Headers.Iter {
+		if http.CanonicalHeaderKey(name) == "Authorization" {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *socketTransport) shutdown(ctx context.Context) error {

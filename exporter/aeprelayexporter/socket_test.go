@@ -451,6 +451,38 @@ func TestSocketHandsCommandsToTheControlExtension(t *testing.T) {
 	assert.Equal(t, "unsupported", refusal.Code, "types outside accepts are refused on our behalf")
 }
 
+func TestSocketWarnsWhenCommandsCannotReachIt(t *testing.T) {
+	const warning = "control: commands are accepted but this exporter sends the relay no credentials; " +
+		"a relay without a token is watch-only and never routes a command"
+	controlID := component.MustNewID("openhandscontrol")
+	for _, tc := range []struct {
+		name     string
+		accepts  []string
+		token    configopaque.String
+		header   bool
+		wantWarn bool
+	}{
+		{"open gate, no credentials", []string{"control.pause"}, "", false, true},
+		{"open gate, a token", []string{"control.pause"}, relayToken, false, false},
+		{"open gate, an Authorization header", []string{"control.pause"}, "", true, false},
+		{"closed gate", nil, "", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			relay := startRelay(t, aeprelaytest.Config{})
+			host := newTestHost()
+			host.extensions[controlID] = newFakeControl(tc.accepts...)
+			cfg := testConfig(relay.URL())
+			cfg.Token = tc.token
+			if tc.header {
+				cfg.Headers = configopaque.MapList{{Name: "authorization", Value: "Bearer " + relayToken}}
+			}
+			cfg.Control = &controlID
+			h := startExporter(t, cfg, host)
+			assert.Equal(t, tc.wantWarn, len(h.logged(warning)) == 1)
+		})
+	}
+}
+
 func TestSocketWithoutControlLogsAndCountsCommands(t *testing.T) {
 	relay := startRelay(t, aeprelaytest.Config{})
 	h := startExporter(t, socketConfig(relay), nil)
