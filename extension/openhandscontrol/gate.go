@@ -37,6 +37,8 @@ type gate struct {
 	work   sync.WaitGroup
 	slots  chan struct{}
 
+	// mu guards what follows. It is taken under a conversation's lock
+	// (record), never the other way round.
 	mu        sync.Mutex
 	observers map[int]Observer
 	nextObs   int
@@ -200,12 +202,13 @@ func (g *gate) execute(ev *aep.Event) {
 		return
 	}
 	f := &inflight{cmd: &command{id: ev.ID, source: ev.Source, agent: ev.Agent, session: ev.Session, typ: ev.Type}}
+	f.decided = func(d decision) { g.record(k, sess, f.cmd.typ, d) }
 	if rej := g.admit(ev, f); rej != nil {
-		g.decide(k, sess, f, func(n *Notes) []*aep.Event { return []*aep.Event{n.reject(f, rej, time.Now())} })
+		g.decide(sess, f, func(n *Notes) []*aep.Event { return []*aep.Event{n.reject(f, rej, time.Now())} })
 		return
 	}
 	forwarded := false
-	g.decide(k, sess, f, func(n *Notes) []*aep.Event {
+	g.decide(sess, f, func(n *Notes) []*aep.Event {
 		if rej := n.guard(f.cmd); rej != nil {
 			return []*aep.Event{n.reject(f, rej, time.Now())}
 		}
@@ -214,7 +217,7 @@ func (g *gate) execute(ev *aep.Event) {
 		return nil
 	})
 	if forwarded {
-		g.forward(k, sess, f)
+		g.forward(sess, f)
 	}
 }
 
@@ -240,7 +243,7 @@ func (g *gate) admit(ev *aep.Event, f *inflight) *rejection {
 // the ack, unless the guard expires first, which acks control.accepted
 // (will try) and lets the result still drop the note or, at 2xx, emit the
 // send_input outcome.
-func (g *gate) forward(k commandKey, sess Session, f *inflight) {
+func (g *gate) forward(sess Session, f *inflight) {
 	srv := sess.Server()
 	w := writes[f.cmd.typ](f.cmd)
 	answer := make(chan writeOutcome, 1)
@@ -259,36 +262,31 @@ func (g *gate) forward(k commandKey, sess Session, f *inflight) {
 	case <-guard.C:
 		g.logger.Info("the agent server has not answered within reply_guard; acking will-try",
 			zap.String("id", f.cmd.id), zap.String("type", f.cmd.typ), zap.String("server", srv.Name))
-		g.decide(k, sess, f, func(n *Notes) []*aep.Event { return n.settle(f, result{willTry: true}, time.Now()) })
+		g.decide(sess, f, func(n *Notes) []*aep.Event { return n.settle(f, result{willTry: true}, time.Now()) })
 		o = <-answer
 	}
 	if o.status/100 != 2 {
 		g.rl.Warn("write:"+srv.Name, "a control write failed", zap.String("id", f.cmd.id), zap.String("type", f.cmd.typ),
 			zap.String("server", srv.Name), zap.Int("status", o.status))
 	}
-	g.decide(k, sess, f, func(n *Notes) []*aep.Event { return n.settle(f, o.result(), time.Now()) })
+	g.decide(sess, f, func(n *Notes) []*aep.Event { return n.settle(f, o.result(), time.Now()) })
 }
 
-// decide runs fn in the session and records the command's ack the first
-// time one exists.
-func (g *gate) decide(k commandKey, sess Session, f *inflight, fn func(n *Notes) []*aep.Event) {
-	var d decision
-	err := sess.Control(g.ctx, func(n *Notes) []*aep.Event {
-		out := fn(n)
-		d = f.decision
-		return out
-	})
-	if err != nil {
+// decide runs fn in the session, which emits what it returns.
+func (g *gate) decide(sess Session, f *inflight, fn func(n *Notes) []*aep.Event) {
+	if err := sess.Control(g.ctx, fn); err != nil {
 		g.rl.Error("emit", "could not emit a control ack or outcome", zap.String("id", f.cmd.id), zap.Error(err))
 	}
-	if d.ack == nil {
-		return
-	}
+}
+
+// record remembers a command's decision for its redeliveries and counts
+// it. It runs under the conversation's lock (inflight.decided).
+func (g *gate) record(k commandKey, sess Session, typ string, d decision) {
 	g.mu.Lock()
 	first := g.seen.record(k, d, sess)
 	g.mu.Unlock()
 	if first {
-		g.tel.decided(g.ctx, f.cmd.typ, d)
+		g.tel.decided(g.ctx, typ, d)
 	}
 }
 

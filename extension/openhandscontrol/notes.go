@@ -28,6 +28,18 @@ type inflight struct {
 	decision decision
 	// inputSent marks the send_input outcome as emitted.
 	inputSent bool
+	// decided, when set, learns the decision the moment it is made (under
+	// the conversation's lock, before the ack is emitted), so that a
+	// redelivery arriving after the ack always finds it recorded.
+	decided func(decision)
+}
+
+// decide records d as f's decision.
+func (f *inflight) decide(d decision) {
+	f.decision = d
+	if f.decided != nil {
+		f.decided(d)
+	}
 }
 
 // decision is a command's ack: the event and, for control.rejected, its
@@ -131,7 +143,7 @@ func (n *Notes) reject(f *inflight, r *rejection, at time.Time) *aep.Event {
 			ev.Data["detail"] = detail
 		}
 	}
-	f.decision = decision{ack: ev, reason: r.reason}
+	f.decide(decision{ack: ev, reason: r.reason})
 	return ev
 }
 
@@ -141,7 +153,7 @@ func (n *Notes) accept(f *inflight, at time.Time) *aep.Event {
 	ev := n.view.NewEvent("control.accepted", at, ackKey(f.cmd))
 	ev.Cause = f.cmd.id
 	ev.Data = nil
-	f.decision = decision{ack: ev}
+	f.decide(decision{ack: ev})
 	return ev
 }
 
