@@ -162,10 +162,7 @@ func (g *gate) spawn(ev *aep.Event, fn, dropped func()) {
 
 // resend answers a redelivered command with its recorded ack, unchanged.
 func (g *gate) resend(sess Session, d decision) {
-	if err := sess.Resend(g.ctx, d.ack); err != nil {
-		g.rl.Error("resend", "could not re-emit a recorded ack", zap.String("cause", d.ack.Cause), zap.Error(err))
-		return
-	}
+	sess.Resend(g.ctx, d.ack)
 	g.tel.ack(g.ctx, d, true)
 }
 
@@ -204,11 +201,11 @@ func (g *gate) execute(ev *aep.Event) {
 	f := &inflight{cmd: &command{id: ev.ID, source: ev.Source, agent: ev.Agent, session: ev.Session, typ: ev.Type}}
 	f.decided = func(d decision) { g.record(k, sess, f.cmd.typ, d) }
 	if rej := g.admit(ev, f); rej != nil {
-		g.decide(sess, f, func(n *Notes) []*aep.Event { return []*aep.Event{n.reject(f, rej, time.Now())} })
+		sess.Control(g.ctx, func(n *Notes) []*aep.Event { return []*aep.Event{n.reject(f, rej, time.Now())} })
 		return
 	}
 	forwarded := false
-	g.decide(sess, f, func(n *Notes) []*aep.Event {
+	sess.Control(g.ctx, func(n *Notes) []*aep.Event {
 		if rej := n.guard(f.cmd); rej != nil {
 			return []*aep.Event{n.reject(f, rej, time.Now())}
 		}
@@ -262,21 +259,14 @@ func (g *gate) forward(sess Session, f *inflight) {
 	case <-guard.C:
 		g.logger.Info("the agent server has not answered within reply_guard; acking will-try",
 			zap.String("id", f.cmd.id), zap.String("type", f.cmd.typ), zap.String("server", srv.Name))
-		g.decide(sess, f, func(n *Notes) []*aep.Event { return n.settle(f, result{willTry: true}, time.Now()) })
+		sess.Control(g.ctx, func(n *Notes) []*aep.Event { return n.settle(f, result{willTry: true}, time.Now()) })
 		o = <-answer
 	}
 	if o.status/100 != 2 {
 		g.rl.Warn("write:"+srv.Name, "a control write failed", zap.String("id", f.cmd.id), zap.String("type", f.cmd.typ),
 			zap.String("server", srv.Name), zap.Int("status", o.status))
 	}
-	g.decide(sess, f, func(n *Notes) []*aep.Event { return n.settle(f, o.result(), time.Now()) })
-}
-
-// decide runs fn in the session, which emits what it returns.
-func (g *gate) decide(sess Session, f *inflight, fn func(n *Notes) []*aep.Event) {
-	if err := sess.Control(g.ctx, fn); err != nil {
-		g.rl.Error("emit", "could not emit a control ack or outcome", zap.String("id", f.cmd.id), zap.Error(err))
-	}
+	sess.Control(g.ctx, func(n *Notes) []*aep.Event { return n.settle(f, o.result(), time.Now()) })
 }
 
 // record remembers a command's decision for its redeliveries and counts

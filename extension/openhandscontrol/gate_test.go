@@ -43,21 +43,19 @@ type fakeSession struct {
 
 func (s *fakeSession) Server() Server { return s.server }
 
-func (s *fakeSession) Control(_ context.Context, fn func(n *Notes) []*aep.Event) error {
+func (s *fakeSession) Control(_ context.Context, fn func(n *Notes) []*aep.Event) {
 	if s.hold != nil {
 		<-s.hold
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.emitted = append(s.emitted, fn(s.notes)...)
-	return nil
 }
 
-func (s *fakeSession) Resend(_ context.Context, ev *aep.Event) error {
+func (s *fakeSession) Resend(_ context.Context, ev *aep.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.resent = append(s.resent, ev)
-	return nil
 }
 
 func (s *fakeSession) events() []*aep.Event {

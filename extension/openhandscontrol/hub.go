@@ -40,11 +40,12 @@ type Session interface {
 	// its mapping and emission, with its control state, and emits the
 	// events fn returns through the session's sequencer before the lock is
 	// released: acks and outcomes get their (epoch, seq) where every other
-	// event of the session does. fn must not block.
-	Control(ctx context.Context, fn func(n *Notes) []*aep.Event) error
+	// event of the session does. fn must not block. The session logs what
+	// it fails to emit.
+	Control(ctx context.Context, fn func(n *Notes) []*aep.Event)
 	// Resend re-emits an already sequenced event unchanged, at its
 	// recorded position: a recorded ack answering a redelivered command.
-	Resend(ctx context.Context, ev *aep.Event) error
+	Resend(ctx context.Context, ev *aep.Event)
 }
 
 // Server is where a conversation lives: its REST base and the client and

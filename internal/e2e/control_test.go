@@ -283,6 +283,23 @@ func TestControlPauseAndResume(t *testing.T) {
 	e.verify(conv)
 }
 
+func TestControlWithStorage(t *testing.T) {
+	// Acks and outcomes take the receiver's one emission path, write-ahead
+	// included.
+	e := newEnv(t)
+	e.start(pipelineConfig{control: gateOn, receiverExtra: contentCapture, storage: t.TempDir()})
+	conv := e.conversationIn(oh.StatusRunning)
+	pause := &cmd{typ: "control.pause", session: conv.ID()}
+	e.send(pause)
+	delta, evs := e.awaitCaused(pause, "state.delta")
+	assert.Less(t, *ackOf(evs, pause.id).Seq, *delta.Seq)
+	refused := &cmd{typ: "control.pause", session: conv.ID()}
+	e.send(refused)
+	ack, _ := e.awaitAck(refused)
+	assertRejected(t, ack, "refused", "its status is paused")
+	e.verify(conv)
+}
+
 func TestControlInterrupt(t *testing.T) {
 	e := startGated(t, gateOn)
 	conv := e.conversationIn(oh.StatusRunning)

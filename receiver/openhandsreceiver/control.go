@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"go.opentelemetry.io/collector/component"
+	"go.uber.org/zap"
 
 	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
@@ -76,21 +77,22 @@ func (c *conversation) Server() openhandscontrol.Server {
 // Control implements openhandscontrol.Session: what fn returns leaves at
 // once, after whatever was mapped before it, through the one emission path
 // (emitLocked: positions, write-ahead, pipeline).
-func (c *conversation) Control(ctx context.Context, fn func(n *openhandscontrol.Notes) []*aep.Event) error {
+func (c *conversation) Control(ctx context.Context, fn func(n *openhandscontrol.Notes) []*aep.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mapped = append(c.mapped, fn(c.notes)...)
 	c.flushLocked(ctx)
-	return nil
 }
 
 // Resend implements openhandscontrol.Session: the recorded ack goes to the
 // pipeline again at its recorded position. It is a redelivery, so it is not
 // written ahead: a crash loses at most a re-ack, which the sender's retry
 // asks for again.
-func (c *conversation) Resend(ctx context.Context, ev *aep.Event) error {
+func (c *conversation) Resend(ctx context.Context, ev *aep.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.flushLocked(ctx)
-	return c.emitter.consume(ctx, c.emitter.records(ctx, []*aep.Event{ev}))
+	if err := c.emitter.consume(ctx, c.emitter.records(ctx, []*aep.Event{ev})); err != nil {
+		c.watch.rl.Error("emit:"+c.id, "could not re-send a recorded control ack", zap.String("conversation", c.id), zap.Error(err))
+	}
 }
