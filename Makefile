@@ -12,7 +12,7 @@ GOTEST      := $(GO) test -race -count=1
 # into a virtualenv outside the repository and reused while it matches.
 OH_SERVER_VERSION := 1.58.2
 OH_VENV     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/otelcol-openhands/venv-$(OH_SERVER_VERSION)
-LIVE_TEST   := OH_PYTHON=$(OH_VENV)/bin/python OTELCOL_BIN=$(BIN) $(GOTEST) -tags live -timeout 15m -run '^TestLive$$' -v ./internal/livetest/
+LIVE_TEST   := OH_PYTHON=$(OH_VENV)/bin/python OTELCOL_BIN=$(BIN) $(GOTEST) -tags live -timeout 15m -run '^TestLive(Control)?$$' -v ./internal/livetest/
 
 .PHONY: all build test unit-test lint bench demo demo-control clean venv live-test record
 
@@ -58,7 +58,8 @@ venv:
 	@.ci/agent-server-venv $(OH_VENV) $(OH_SERVER_VERSION)
 
 # live-test runs the built collector, in every socket mode, against the real
-# openhands-agent-server driven by a scripted fake LLM.
+# openhands-agent-server driven by a scripted fake LLM, then once more with
+# the control gate open, driving every verb through a relay.
 live-test: build venv
 	$(LIVE_TEST)
 

@@ -11,6 +11,15 @@
 // and `make record` saves it under testdata/recorded/ with the AEP stream
 // the receiver emitted.
 //
+// The control test (control_live_test.go, build tag `live`, also run by
+// `make live-test`) runs one more collector with the control gate open and
+// drives every verb against the same real server through its relay:
+// approve and deny a pending action, pause and resume a running
+// conversation, interrupt one, send input to an idle one. Each ack must
+// arrive within the declared window, each outcome be cause-linked, each
+// guard refuse without a write, and the Front must see no write but the
+// five and no socket frame but the auth frame.
+//
 // The replay test (replay_test.go, part of `make test`, no Python) serves
 // each recording through a Front again, verbatim, to the receiver at the
 // same socket mode and capture level, and requires the AEP stream it
