@@ -1,6 +1,7 @@
 package openhandscontrol
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -237,4 +238,28 @@ func TestSettle(t *testing.T) {
 		out := n.settle(flight(typeInterrupt), result{written: true}, at)
 		assert.Nil(t, out[0].Data)
 	})
+}
+
+func TestTheAnswerTextRidesOnlyAboveMetadata(t *testing.T) {
+	for _, tc := range []struct {
+		capture aep.Capture
+		want    map[string]any
+	}{
+		{aep.CaptureMetadata, map[string]any{"option": "deny"}},
+		{aep.CaptureRedacted, map[string]any{"option": "deny", "text": "R(not here)"}},
+		{aep.CaptureFull, map[string]any{"option": "deny", "text": "not here"}},
+	} {
+		t.Run(string(tc.capture), func(t *testing.T) {
+			view := &fakeView{status: statusWaiting, attention: "req-1", capture: tc.capture}
+			n := NewNotes(view, true)
+			f := flight(typeRespond)
+			f.cmd.subject, f.cmd.option, f.cmd.text = "req-1", optionDeny, "not here"
+			n.arm(f)
+			view.status = "idle"
+			out := n.Decorate(statusWaiting, mapped("state.delta", "attention.resolved"), at)
+			i := slices.IndexFunc(out, func(ev *aep.Event) bool { return ev.Type == "attention.answered" })
+			require.GreaterOrEqual(t, i, 0)
+			assert.Equal(t, tc.want, out[i].Data["answer"])
+		})
+	}
 }
