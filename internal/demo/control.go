@@ -27,7 +27,7 @@ type controlDemo struct {
 	printed int
 }
 
-func runControl(ctx context.Context, collectorBin, config string) error {
+func runControl(ctx context.Context, collectorBin, config string) (err error) {
 	agents, err := oh.NewServer(oh.Config{SessionAPIKeys: []string{sessionKey}})
 	if err != nil {
 		return err
@@ -43,11 +43,18 @@ func runControl(ctx context.Context, collectorBin, config string) error {
 		return err
 	}
 	say("agent server %s, relay %s, conversation %s; the control gate is open", agents.URL(), relay.URL(), conv.ID())
-	col, err := startCollector(collectorBin, config, agents.URL(), relay.URL())
+	// The control configuration exports no traces or metrics.
+	col, err := startCollector(collectorBin, config, agents.URL(), relay.URL(), "", "")
 	if err != nil {
 		return err
 	}
 	defer col.stop()
+	say("collector log: %s", col.logPath)
+	defer func() {
+		if err != nil {
+			col.showLog()
+		}
+	}()
 	d := &controlDemo{ctx: ctx, relay: relay, conv: conv, col: col}
 	if err := d.play(); err != nil {
 		return err
@@ -204,8 +211,8 @@ func (d *controlDemo) wait(what string, match func(*aep.Event) bool) (*aep.Event
 		select {
 		case <-d.ctx.Done():
 			return nil, fmt.Errorf("waiting for %s: %w", what, d.ctx.Err())
-		case err := <-d.col.exited:
-			return nil, fmt.Errorf("waiting for %s: the collector exited: %v", what, err)
+		case <-d.col.exited:
+			return nil, fmt.Errorf("waiting for %s: the collector exited: %v", what, d.col.exitErr)
 		case <-t.C:
 		}
 	}
