@@ -26,7 +26,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
 
-// logEvery is how often one cause of trouble may be logged.
+// logEvery is how often one cause of trouble may be logged, per server.
 const logEvery = time.Minute
 
 type openhandsReceiver struct {
@@ -34,7 +34,6 @@ type openhandsReceiver struct {
 	set      receiver.Settings
 	next     consumer.Logs
 	tel      *telemetry
-	rl       *ratelog.Logger
 	redactor *capture.Redactor
 
 	host     component.Host
@@ -59,7 +58,6 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*openh
 	}
 	r := &openhandsReceiver{
 		cfg: cfg, set: set, next: next, tel: tel, redactor: redactor,
-		rl:     ratelog.New(set.Logger, logEvery),
 		health: make(map[string]error),
 	}
 	// Every conversation gets this configuration; check it once, now.
@@ -210,11 +208,13 @@ func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serve
 		health:       r.reportHealth,
 		tel:          r.tel,
 		logger:       logger,
-		rl:           r.rl,
-		shard:        r.cfg.Shard,
-		journal:      j,
-		convs:        make(map[string]*conversation),
-		ended:        newRecentIDs(dedupeWindow),
+		// One table per server: a failing server cannot use up the log
+		// budget of another, and every line names its server.
+		rl:      ratelog.New(logger, logEvery),
+		shard:   r.cfg.Shard,
+		journal: j,
+		convs:   make(map[string]*conversation),
+		ended:   newRecentIDs(dedupeWindow),
 		// newSession starts a conversation in this process's generation,
 		// or resumes the one restored from storage.
 		newSession: func(info conversationInfo, restored *durableState, w *serverWatch) (*conversation, error) {

@@ -134,13 +134,19 @@ func startHarness(t *testing.T, cfg *Config) *harness {
 // startHarnessWith starts a receiver on a host with these extensions.
 func startHarnessWith(t *testing.T, cfg *Config, extensions map[component.ID]component.Component) *harness {
 	t.Helper()
+	return startHarnessLogging(t, cfg, extensions, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))
+}
+
+// startHarnessLogging is startHarnessWith with the receiver logging to logger.
+func startHarnessLogging(t *testing.T, cfg *Config, extensions map[component.ID]component.Component, logger *zap.Logger) *harness {
+	t.Helper()
 	require.NoError(t, cfg.Validate())
 	host := &statusHost{Host: componenttest.NewNopHost(), extensions: extensions}
 	h := &harness{t: t, sink: new(consumertest.LogsSink), host: host, tel: componenttest.NewTelemetry()}
 	t.Cleanup(func() { require.NoError(t, h.tel.Shutdown(context.Background())) })
 	set := receivertest.NewNopSettings(componentType)
 	set.TelemetrySettings = h.tel.NewTelemetrySettings()
-	set.Logger = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	set.Logger = logger
 	r, err := NewFactory().CreateLogs(context.Background(), set, cfg, h.sink)
 	require.NoError(t, err)
 	h.rcv = r.(*openhandsReceiver)

@@ -57,7 +57,7 @@ func (w *serverWatch) poll(ctx context.Context) {
 	}
 	if err != nil {
 		w.health(w.api.name, err)
-		w.rl.Error("search", "conversation search failed", zap.String("server", w.api.name), zap.Error(err))
+		w.rl.Error("search", "conversation search failed", zap.Error(err))
 		return
 	}
 	w.health(w.api.name, nil)
