@@ -214,7 +214,7 @@ func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serve
 		shard:   r.cfg.Shard,
 		journal: j,
 		convs:   make(map[string]*conversation),
-		ended:   newRecentIDs(dedupeWindow),
+		ended:   newRecentIDs(endedWindow),
 		// newSession starts a conversation in this process's generation,
 		// or resumes the one restored from storage.
 		newSession: func(info conversationInfo, restored *durableState, w *serverWatch) (*conversation, error) {
@@ -237,7 +237,7 @@ func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serve
 					next: r.next, resource: resource, epoch: generation,
 					retry: r.cfg.Reconnect, tel: r.tel, logger: logger,
 				},
-				seen:       newRecentIDs(dedupeWindow),
+				overlap:    newOverlapIDs(),
 				durableSeq: -1,
 			}
 			if restored != nil {

@@ -483,6 +483,46 @@ func TestReconnectMidRunWithOverlap(t *testing.T) {
 	})
 }
 
+// TestReconnectAfterLongHistory: a reconnect after thousands of events,
+// stamped 100 ms apart, overlaps only the resume margin (legacy) or nothing
+// (session), and the bounded overlap window still drops every repeat.
+func TestReconnectAfterLongHistory(t *testing.T) {
+	bothSockets(t, func(t *testing.T, socket string) {
+		var ticks sync.Mutex
+		n := 0
+		stub := oh.Start(t, oh.Config{
+			SessionAPIKeys: []string{testKey},
+			Clock: func() time.Time {
+				ticks.Lock()
+				defer ticks.Unlock()
+				n++
+				return historyStart.Add(time.Duration(n) * 100 * time.Millisecond)
+			},
+		})
+		conv := newConversation(t, stub)
+		mustStatus(t, conv, oh.StatusRunning)
+		for range 500 {
+			act := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
+			mustAppend(t, conv, oh.ObservationEvent(act, "ok", false))
+		}
+		h := startHarness(t, fastConfig(socket, stub))
+		h.waitLive(conv, 1)
+
+		conv.DropSockets()
+		act := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
+		h.waitLive(conv, 2)
+		mustAppend(t, conv, oh.ObservationEvent(act, "ok", false))
+		mustStatus(t, conv, oh.StatusFinished)
+		got := h.waitTypes(conv.ID(), "tool.completed", "state.delta", "run.finished")
+		assert.Equal(t, 501, count(got, "tool.completed"))
+		if socket == socketEvents {
+			assert.Positive(t, h.metric("otelcol_openhands_duplicates_dropped", "", ""), "the resume margin overlaps")
+		}
+		h.validate()
+		h.assertEveryVendorEventOnce(conv)
+	})
+}
+
 // last returns the last event of type typ.
 func last(evs []*aep.Event, typ string) *aep.Event {
 	for i := len(evs) - 1; i >= 0; i-- {
