@@ -1,6 +1,7 @@
 package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,7 +43,7 @@ type openhandsReceiver struct {
 	watchers sync.WaitGroup
 
 	healthMu   sync.Mutex
-	health     map[string]error // per server; nil = healthy
+	health     map[serverAspect]error // nil = healthy
 	lastStatus componentstatus.Status
 	lastErr    string
 }
@@ -58,7 +59,7 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*openh
 	}
 	r := &openhandsReceiver{
 		cfg: cfg, set: set, next: next, tel: tel, redactor: redactor,
-		health: make(map[string]error),
+		health: make(map[serverAspect]error),
 	}
 	// Every conversation gets this configuration; check it once, now.
 	if _, err := mapping.NewConversation(r.mappingConfig("localhost:0", "config-check", 0)); err != nil {
@@ -79,13 +80,18 @@ func (r *openhandsReceiver) Start(ctx context.Context, host component.Host) erro
 		}
 		r.storage = client
 	}
+	conversations, restConns := connectionBudget(descriptorLimit(), len(r.cfg.Servers))
 	watches := make([]*serverWatch, 0, len(r.cfg.Servers))
 	for i := range r.cfg.Servers {
-		api, err := r.newAgentServer(ctx, host, &r.cfg.Servers[i])
+		sc := &r.cfg.Servers[i]
+		api, err := r.newAgentServer(ctx, host, sc, restConns)
 		if err != nil {
 			return errors.Join(fmt.Errorf("servers[%d]: %w", i, err), r.closeStorage(ctx))
 		}
-		watches = append(watches, r.newServerWatch(api, epoch))
+		w := r.newServerWatch(api, epoch)
+		w.maxConversations = cmp.Or(sc.MaxConversations, conversations)
+		w.logger.Info("attaching at most max_conversations at once", zap.Int("max_conversations", w.maxConversations))
+		watches = append(watches, w)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
@@ -125,12 +131,16 @@ func (r *openhandsReceiver) closeStorage(ctx context.Context) error {
 	return nil
 }
 
-func (r *openhandsReceiver) newAgentServer(ctx context.Context, host component.Host, sc *ServerConfig) (*agentServer, error) {
+// newAgentServer builds the client of one server; its REST connections
+// are capped at restConns unless max_conns_per_host says otherwise.
+func (r *openhandsReceiver) newAgentServer(ctx context.Context, host component.Host, sc *ServerConfig, restConns int) (*agentServer, error) {
 	base, err := url.Parse(sc.Endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("endpoint: %w", err)
 	}
-	client, err := sc.ToClient(ctx, host.GetExtensions(), r.set.TelemetrySettings)
+	clientConfig := sc.ClientConfig
+	clientConfig.MaxConnsPerHost = cmp.Or(clientConfig.MaxConnsPerHost, restConns)
+	client, err := clientConfig.ToClient(ctx, host.GetExtensions(), r.set.TelemetrySettings)
 	if err != nil {
 		return nil, fmt.Errorf("http client: %w", err)
 	}
@@ -248,21 +258,35 @@ func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serve
 	}
 }
 
+// healthAspect is one thing that can be wrong with a server.
+type healthAspect int
+
+const (
+	healthSearch   healthAspect = iota // reachable, and accepting our key
+	healthCapacity                     // every listed conversation has a socket
+)
+
+type serverAspect struct {
+	server string
+	aspect healthAspect
+}
+
 // reportHealth folds per-server health into the component status: any
-// server refusing our key is a permanent error, any unreachable one a
-// recoverable error, all reachable OK. Only changes are reported.
-func (r *openhandsReceiver) reportHealth(server string, err error) {
+// server refusing our key is a permanent error, any unreachable one, or
+// one with conversations waiting for a socket, a recoverable error; else
+// OK. Only changes are reported.
+func (r *openhandsReceiver) reportHealth(server string, aspect healthAspect, err error) {
 	r.healthMu.Lock()
 	defer r.healthMu.Unlock()
-	r.health[server] = err
+	r.health[serverAspect{server, aspect}] = err
 	var permanent, recoverable []error
-	for name, e := range r.health {
+	for key, e := range r.health {
 		switch {
 		case e == nil:
 		case errors.Is(e, errAuthRejected):
-			permanent = append(permanent, fmt.Errorf("server %s: %w", name, e))
+			permanent = append(permanent, fmt.Errorf("server %s: %w", key.server, e))
 		default:
-			recoverable = append(recoverable, fmt.Errorf("server %s: %w", name, e))
+			recoverable = append(recoverable, fmt.Errorf("server %s: %w", key.server, e))
 		}
 	}
 	var ev *componentstatus.Event

@@ -72,8 +72,8 @@ type harness struct {
 	rcv  *openhandsReceiver
 }
 
-// metric sums the data points of an internal counter whose attribute
-// key=value (all points when key is "").
+// metric sums the data points of an internal counter or gauge whose
+// attribute key=value (all points when key is "").
 func (h *harness) metric(name, key, value string) int64 {
 	h.t.Helper()
 	m, err := h.tel.GetMetric(name)
@@ -88,8 +88,14 @@ func (h *harness) metric(name, key, value string) int64 {
 				total += dp.Value
 			}
 		}
+	case metricdata.Gauge[int64]:
+		for _, dp := range data.DataPoints {
+			if v, ok := dp.Attributes.Value(attribute.Key(key)); key == "" || (ok && v.AsString() == value) {
+				total += dp.Value
+			}
+		}
 	default:
-		h.t.Fatalf("metric %s is a %T, not an int64 sum", name, m.Data)
+		h.t.Fatalf("metric %s is a %T, not an int64 sum or gauge", name, m.Data)
 	}
 	return total
 }
