@@ -146,3 +146,29 @@ func TestServerClosingAfterSyncBacksOff(t *testing.T) {
 	h.waitTypes(conv.ID(), "run.started", "state.delta")
 	h.validate()
 }
+
+// TestStoredEventFirstSentAsTransient: the session socket sends an event
+// published before it was persisted as transient; the replay after a
+// reconnect then carries it as durable. The seq cursor cannot tell, so the
+// overlap window must: it is emitted once.
+func TestStoredEventFirstSentAsTransient(t *testing.T) {
+	stub := startStub(t)
+	conv := newConversation(t, stub)
+	h := startHarness(t, fastConfig(socketSession, stub))
+	h.waitLive(conv, 1)
+	mustStatus(t, conv, oh.StatusRunning)
+
+	early := oh.MessageEvent("agent", "published before persisted")
+	early["id"] = oh.NewUUID()
+	_, err := conv.Publish(early)
+	require.NoError(t, err)
+	h.waitTypes(conv.ID(), "x.openhands.message.event")
+	conv.DropSockets()
+	mustAppend(t, conv, early)
+	h.waitLive(conv, 2)
+	mustStatus(t, conv, oh.StatusFinished)
+	h.waitTypes(conv.ID(), "state.delta", "run.finished")
+	assert.Equal(t, int64(1), h.metric("otelcol_openhands_duplicates_dropped", "", ""))
+	h.validate()
+	h.assertEveryVendorEventOnce(conv)
+}
