@@ -71,7 +71,7 @@ func feedHistory(c *conversation, conv, n int, session bool) {
 // holds only what a reconnect can overlap: on the legacy socket the ids
 // within resumeMargin of the newest, on the session socket nothing.
 func TestOverlapBoundedByResumeMargin(t *testing.T) {
-	const n = 20_000
+	const n = 5_000
 	legacy := offlineConversation(t, "legacy")
 	feedHistory(legacy, 0, n, false)
 	margin := int(resumeMargin / (100 * time.Millisecond))
