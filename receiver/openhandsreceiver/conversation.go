@@ -406,7 +406,6 @@ func classifyClose(err error) error {
 // skip: the reconnect backs off.
 func (c *conversation) passOversizeEvent(ctx context.Context, cause error) (progressed bool, err error) {
 	w := c.watch
-	defer c.flush(ctx)
 	largest := w.api.largestFrame.Load()
 	for n := 0; n < maxCatchUp; n++ {
 		next, err := w.api.storedEventAfter(ctx, c.id, c.durableSeq, c.durableID, w.api.maxFrame)
