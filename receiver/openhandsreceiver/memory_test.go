@@ -34,7 +34,7 @@ var historyStart = time.Date(2026, 8, 22, 14, 0, 0, 0, time.UTC)
 // historyEvent is the i-th event of a long agent loop, stamped 100 ms
 // apart: status updates, tool calls and their results, agent messages.
 func historyEvent(conv, i int) []byte {
-	id := fmt.Sprintf("%08x-0000-4000-8000-%012x", conv, i)
+	id := eventID(conv, i)
 	ts := historyStart.Add(time.Duration(i) * 100 * time.Millisecond).Format("2006-01-02T15:04:05.000000")
 	head := `{"id":"` + id + `","timestamp":"` + ts + `",`
 	switch i % 5 {
@@ -43,8 +43,8 @@ func historyEvent(conv, i int) []byte {
 	case 1:
 		return []byte(head + `"kind":"ActionEvent","source":"agent","tool_name":"terminal","tool_call_id":"call_` + id +
 			`","action":{"kind":"TerminalAction","command":"ls"},"llm_response_id":"resp_` + id + `"}`)
-	case 2:
-		return []byte(head + `"kind":"ObservationEvent","source":"environment","tool_name":"terminal","tool_call_id":"call_` + id +
+	case 2: // answers the call of event i-1
+		return []byte(head + `"kind":"ObservationEvent","source":"environment","tool_name":"terminal","tool_call_id":"call_` + eventID(conv, i-1) +
 			`","observation":{"kind":"TerminalObservation","content":[{"type":"text","text":"README.md"}],"is_error":false}}`)
 	case 3:
 		return []byte(head + `"kind":"MessageEvent","source":"agent","llm_message":{"role":"assistant","content":[{"type":"text","text":"done"}]}}`)
@@ -52,6 +52,8 @@ func historyEvent(conv, i int) []byte {
 		return []byte(head + `"kind":"ConversationStateUpdateEvent","source":"environment","key":"execution_status","value":"idle"}`)
 	}
 }
+
+func eventID(conv, i int) string { return fmt.Sprintf("%08x-0000-4000-8000-%012x", conv, i) }
 
 // feedHistory plays n events of conversation conv through the legacy path
 // (REST history) or the session socket's durable frames.
