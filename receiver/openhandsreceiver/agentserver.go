@@ -1,6 +1,7 @@
 package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,6 +35,18 @@ type agentServer struct {
 	// what `auto` learned from a server without /sockets/session.
 	sessionOnly bool
 	legacyOnly  atomic.Bool
+	// largestFrame is the largest frame the server has delivered: its own
+	// frame cap is at least that.
+	largestFrame atomic.Int64
+}
+
+func (s *agentServer) sawFrame(n int) {
+	for {
+		cur := s.largestFrame.Load()
+		if int64(n) <= cur || s.largestFrame.CompareAndSwap(cur, int64(n)) {
+			return
+		}
+	}
 }
 
 const (
@@ -89,6 +102,184 @@ func (s *agentServer) searchConversations(ctx context.Context) ([]conversationIn
 	return all, err
 }
 
+// storedEvent is one stored event read over REST by itself: raw when it
+// fit the limit, else only the head fields and the size.
+type storedEvent struct {
+	id, kind, timestamp string
+	size                int64 // bytes as served: the event, or its one-item page when too large
+	raw                 []byte
+}
+
+const (
+	// pageSlack is the room a one-item search page needs around its item.
+	pageSlack = 4 << 10
+	// headBytes is how much of an oversize page is scanned for the event's
+	// kind, id and timestamp, which the server serializes first.
+	headBytes = 4 << 10
+)
+
+// storedEventAfter reads the stored event that follows seq (whose event id
+// is prevID; seq -1 for the log's first event) over events/search, whose
+// pages the socket's frame cap does not apply to. It holds at most limit
+// bytes of it. nil means no stored event follows.
+func (s *agentServer) storedEventAfter(ctx context.Context, conversationID string, seq int64, prevID string, limit int64) (*storedEvent, error) {
+	path := "/api/conversations/" + url.PathEscape(conversationID) + "/events/search"
+	q := url.Values{"sort_order": {"TIMESTAMP"}, "limit": {"1"}}
+	want := ""
+	if seq >= 0 {
+		if prevID == "" {
+			return nil, fmt.Errorf("the event at seq %d has no known id to page from", seq)
+		}
+		// page_id is an inclusive start and next_page_id the first id of
+		// the next page: a one-item page from the last event processed
+		// names the next one without carrying it.
+		var p struct {
+			Items []struct {
+				ID string `json:"id"`
+			} `json:"items"`
+			NextPageID *string `json:"next_page_id"`
+		}
+		q.Set("page_id", prevID)
+		body, err := s.get(ctx, path, q)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(body, &p); err != nil {
+			return nil, fmt.Errorf("GET %s: event search page is not an event page: %w", path, err)
+		}
+		if len(p.Items) != 1 || p.Items[0].ID != prevID {
+			return nil, fmt.Errorf("GET %s: the page from event %s does not start with it", path, prevID)
+		}
+		if p.NextPageID == nil || *p.NextPageID == "" {
+			return nil, nil
+		}
+		want = *p.NextPageID
+		q.Set("page_id", want)
+	}
+	resp, err := s.do(ctx, path, q)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+pageSlack+1))
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: reading body: %w", path, err)
+	}
+	var ev storedEvent
+	if int64(len(body)) <= limit+pageSlack {
+		var p eventPage
+		if err := json.Unmarshal(body, &p); err != nil {
+			return nil, fmt.Errorf("GET %s: event search page is not an event page: %w", path, err)
+		}
+		if len(p.Items) == 0 {
+			return nil, nil
+		}
+		ev.raw, ev.size = p.Items[0], int64(len(p.Items[0]))
+		ev.id, ev.kind, ev.timestamp = scanEventHead(ev.raw, false)
+	} else {
+		// Too large to hold: name it from its head and count the rest. A
+		// body cut short by the client timeout leaves a lower bound.
+		ev.id, ev.kind, ev.timestamp = scanEventHead(body[:headBytes], true)
+		rest, _ := io.Copy(io.Discard, resp.Body)
+		ev.size = int64(len(body)) + rest
+	}
+	switch {
+	case want == "" && ev.id == "":
+		return nil, fmt.Errorf("GET %s: the first stored event has no id within its first %d bytes", path, headBytes)
+	case want != "" && ev.id != "" && ev.id != want:
+		return nil, fmt.Errorf("GET %s: asked for event %s, got %s", path, want, ev.id)
+	case ev.id == "":
+		ev.id = want
+	}
+	return &ev, nil
+}
+
+// scanEventHead reads the kind, id and timestamp of an event from the
+// start of its JSON (inPage: of the search page holding it), as far as the
+// bytes go: a cut-off value ends the scan with what was found.
+func scanEventHead(data []byte, inPage bool) (id, kind, timestamp string) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if inPage && !enterItems(dec) {
+		return "", "", ""
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", "", ""
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			break
+		}
+		value, err := dec.Token()
+		if err != nil {
+			break
+		}
+		if d, ok := value.(json.Delim); ok {
+			if skipNested(dec, d) != nil {
+				break
+			}
+			continue
+		}
+		if v, ok := value.(string); ok {
+			switch key {
+			case "id":
+				id = v
+			case "kind":
+				kind = v
+			case "timestamp":
+				timestamp = v
+			}
+		}
+	}
+	return id, kind, timestamp
+}
+
+// enterItems advances a page decoder to just inside its items array.
+func enterItems(dec *json.Decoder) bool {
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return false
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if key == "items" {
+			t, err := dec.Token()
+			return err == nil && t == json.Delim('[')
+		}
+		value, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if d, ok := value.(json.Delim); ok && skipNested(dec, d) != nil {
+			return false
+		}
+	}
+	return false
+}
+
+// skipNested consumes the rest of an object or array whose opening
+// delimiter was just read.
+func skipNested(dec *json.Decoder, open json.Delim) error {
+	if open != '{' && open != '[' {
+		return nil
+	}
+	for depth := 1; depth > 0; {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch t {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+	}
+	return nil
+}
+
 // searchEvents pages GET /api/conversations/{id}/events/search in log order,
 // from timestamp__gte=since when since is set, handing each raw item to fn.
 func (s *agentServer) searchEvents(ctx context.Context, conversationID, since string, fn func(json.RawMessage) error) error {
@@ -138,8 +329,26 @@ func (s *agentServer) pages(ctx context.Context, path string, q url.Values, page
 	}
 }
 
-// get is the receiver's only REST verb.
+// get reads one REST response whole, at most maxResponseBytes.
 func (s *agentServer) get(ctx context.Context, path string, q url.Values) ([]byte, error) {
+	resp, err := s.do(ctx, path, q)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("GET %s: reading body: %w", path, err)
+	case len(body) > maxResponseBytes:
+		return nil, fmt.Errorf("GET %s: response larger than %d bytes", path, maxResponseBytes)
+	}
+	return body, nil
+}
+
+// do sends a GET, the receiver's only REST verb, and returns a 200
+// response for the caller to read and close.
+func (s *agentServer) do(ctx context.Context, path string, q url.Values) (*http.Response, error) {
 	u := s.base.JoinPath(path)
 	u.RawQuery = q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), http.NoBody)
@@ -154,20 +363,14 @@ func (s *agentServer) get(ctx context.Context, path string, q url.Values) ([]byt
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", path, err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: reading body: %w", path, err)
+	if resp.StatusCode == http.StatusOK {
+		return resp, nil
 	}
-	switch {
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 		return nil, fmt.Errorf("GET %s: %s: %w", path, resp.Status, errAuthRejected)
-	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("GET %s: unexpected status %s", path, resp.Status)
-	case len(body) > maxResponseBytes:
-		return nil, fmt.Errorf("GET %s: response larger than %d bytes", path, maxResponseBytes)
 	}
-	return body, nil
+	return nil, fmt.Errorf("GET %s: unexpected status %s", path, resp.Status)
 }
 
 // Socket endpoints a server may offer (ServerConfig.Socket).
@@ -230,7 +433,6 @@ func (s *agentServer) dial(ctx context.Context, prefix, conversationID string, q
 			return nil, fmt.Errorf("dial %s: %s: %w", prefix, resp.Status, err)
 		}
 	}
-	conn.SetReadLimit(s.maxFrame)
 	if err := s.sendAuthFrame(conn); err != nil {
 		conn.Close()
 		return nil, err

@@ -68,6 +68,10 @@ type ServerConfig struct {
 	// /sockets/events every release serves), or auto (default): session
 	// where the server has it, else events.
 	Socket string `mapstructure:"socket"`
+	// MaxConversations bounds the conversations attached at once (one
+	// socket each); 0 sizes it from the process's descriptor limit
+	// (connectionBudget). The rest wait for a slot.
+	MaxConversations int `mapstructure:"max_conversations"`
 }
 
 // CaptureConfig is the capture ceiling: a level and per-category overrides
@@ -93,6 +97,9 @@ func (cfg *Config) Validate() error {
 		case "", socketAuto, socketEvents, socketSession:
 		default:
 			errs = append(errs, fmt.Errorf("servers[%d].socket: must be auto, events or session, got %q", i, s.Socket))
+		}
+		if s.MaxConversations < 0 {
+			errs = append(errs, fmt.Errorf("servers[%d].max_conversations: must not be negative (0 sizes it from the descriptor limit)", i))
 		}
 	}
 	if cfg.PollInterval <= 0 {

@@ -63,6 +63,8 @@ func TestLoadConfig(t *testing.T) {
 		assert.Empty(t, cfg.Servers[1].Socket, "auto")
 		assert.Equal(t, "k-123", string(cfg.Servers[0].SessionAPIKey))
 		assert.Equal(t, 20*time.Second, cfg.Servers[0].Timeout)
+		assert.Equal(t, 500, cfg.Servers[0].MaxConversations)
+		assert.Zero(t, cfg.Servers[1].MaxConversations, "sized from the descriptor limit")
 		assert.Equal(t, "/etc/ssl/agents-ca.pem", cfg.Servers[0].TLS.CAFile)
 		assert.Equal(t, 30*time.Second, cfg.PollInterval)
 		assert.Equal(t, "openhands-prod", cfg.Agent)
@@ -87,6 +89,7 @@ func TestLoadConfig(t *testing.T) {
 		for _, want := range []string{
 			`servers[0].endpoint: must be an http or https URL, got "ws://127.0.0.1:8000"`,
 			`servers[0].socket: must be auto, events or session, got "telepathy"`,
+			"servers[0].max_conversations: must not be negative",
 			"poll_interval: must be positive",
 			`capture.level: unknown level "everything"`,
 			`capture.categories: unknown category "nonsense"`,

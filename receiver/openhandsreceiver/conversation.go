@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -21,8 +22,15 @@ const (
 	// resumeMargin widens a reconnect's history window: the server stamps
 	// events at creation but publishes and persists them asynchronously, so
 	// an event a little older than the newest one seen may still be unseen.
-	// The dedupe window absorbs the overlap.
+	// The overlap window (overlapIDs) absorbs the overlap.
 	resumeMargin = 5 * time.Second
+	// firstFrameWait bounds the wait for a legacy connection's first frame,
+	// the connect-time snapshot whose timestamp dates the subscription.
+	firstFrameWait = 2 * time.Second
+	// stableConnection is how long a connection must last to count as
+	// healthy (resetting the reconnect backoff) without delivering a new
+	// stored event.
+	stableConnection = time.Minute
 	// frameBuffer bounds the frames read ahead while history is paged;
 	// past it the reader blocks and TCP pushes back on the server.
 	frameBuffer = 256
@@ -63,14 +71,14 @@ type conversation struct {
 	// usage, traceparent) to everything the mapper emits.
 	decorator  *mapping.Decorator
 	emitter    *sessionEmitter
-	seen       *recentIDs
-	recent     recentTimestamps // persisted ids with their vendor timestamps
-	resumeTS   string           // newest vendor timestamp of a persisted event seen
-	durableSeq int64            // last /sockets/session seq processed; -1 before any
-	legacy     bool             // attached to /sockets/events, which resumes with an overlap
-	lastSeen   time.Time        // when the last vendor event arrived
-	mapped     []*aep.Event     // mapped, not yet emitted (flushLocked)
-	taken      bool             // the stored pending batch left; not yet marked done
+	overlap    *overlapIDs  // the ids a resume or an attach's buffer can repeat
+	resumeTS   string       // newest vendor timestamp of a persisted event seen
+	durableSeq int64        // last /sockets/session seq processed; -1 before any
+	durableID  string       // its vendor event id, the REST anchor of the next one
+	lastSeen   time.Time    // when the last vendor event arrived
+	stored     uint64       // new stored events processed, the measure of progress
+	mapped     []*aep.Event // mapped, not yet emitted (flushLocked)
+	taken      bool         // the stored pending batch left; not yet marked done
 
 	// Owned by the attach goroutine.
 	connectSnapshotPending bool // the connection's first snapshot is still to come
@@ -143,11 +151,13 @@ func (c *conversation) detach() {
 }
 
 // run attaches and re-attaches with backoff until the context ends, the
-// conversation idles out, or the server calls it fatal (4001, 4004).
+// conversation idles out, or the server calls it fatal (4001, 4004). Only
+// progress resets the backoff, so a server that accepts and at once closes,
+// before or after `sync`, is retried exponentially less often.
 func (c *conversation) run(ctx context.Context) error {
 	w := c.watch
 	for attempt := 0; ; attempt++ {
-		live, err := c.attachOnce(ctx)
+		progressed, err := c.attachOnce(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -160,7 +170,7 @@ func (c *conversation) run(ctx context.Context) error {
 			w.reportConversationFatal(err)
 			return err
 		}
-		if live {
+		if progressed {
 			attempt = 0
 		}
 		w.tel.reconnects.Add(ctx, 1)
@@ -179,14 +189,15 @@ type frame struct {
 
 // attachOnce runs one socket until it fails or detaches. On the session
 // socket the server replays every durable event after the last seq seen,
-// then goes live, with no interleaving by construction. On the legacy
-// socket the receiver dials live-only, pages the history over REST while
-// the socket's frames buffer, then drains the buffer: history and live
-// never interleave either, and the vendor-id window drops the overlap.
-// Either way every event is processed once, in log order. live reports
-// whether the socket delivered at least one frame, so that a server that
-// accepts and at once closes (1013, too many subscribers) still backs off.
-func (c *conversation) attachOnce(ctx context.Context) (live bool, err error) {
+// then goes live, with no interleaving by construction; a stored event too
+// large for the socket is read over REST instead (passOversizeEvent). On
+// the legacy socket the receiver dials live-only, pages the history over
+// REST while the socket's frames buffer, then drains the buffer: history
+// and live never interleave either, and the overlap window drops the
+// overlap. Either way every event is processed once, in log order.
+// progressed reports whether the connection got anywhere: a new stored
+// event processed, or stableConnection of uptime.
+func (c *conversation) attachOnce(ctx context.Context) (progressed bool, err error) {
 	w := c.watch
 	c.mu.Lock()
 	afterSeq := c.durableSeq
@@ -195,16 +206,17 @@ func (c *conversation) attachOnce(ctx context.Context) (live bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	c.mu.Lock()
-	c.legacy = !session
-	c.mu.Unlock()
 	w.tel.attached.Add(ctx, 1)
 	defer w.tel.attached.Add(context.WithoutCancel(ctx), -1)
+	start, storedBefore := time.Now(), c.storedCount()
+	defer func() {
+		progressed = progressed || c.storedCount() > storedBefore || time.Since(start) >= stableConnection
+	}()
 
 	frames := make(chan frame, frameBuffer)
 	stop := make(chan struct{})
 	var reader sync.WaitGroup
-	reader.Go(func() { readFrames(conn, frames, stop) })
+	reader.Go(func() { readFrames(conn, w.api.maxFrame, frames, stop) })
 	defer func() {
 		close(stop)
 		// No close frame: the auth frame stays the only frame we write.
@@ -216,11 +228,13 @@ func (c *conversation) attachOnce(ctx context.Context) (live bool, err error) {
 		c.mu.Unlock()
 	}()
 
-	handle := c.handleLegacyFrame
-	if session {
-		handle = c.handleSessionFrame
-	} else if err := c.replayHistory(ctx); err != nil {
-		return false, fmt.Errorf("page history: %w", err)
+	handle := c.handleSessionFrame
+	c.connectSnapshotPending = true
+	if !session {
+		handle = c.handleLegacyFrame
+		if err := c.attachLegacy(ctx, frames); err != nil {
+			return false, err
+		}
 	}
 
 	var idle <-chan time.Time
@@ -229,17 +243,19 @@ func (c *conversation) attachOnce(ctx context.Context) (live bool, err error) {
 		defer t.Stop()
 		idle = t.C
 	}
-	c.connectSnapshotPending = true
 	var usageDue <-chan time.Time // armed while a run.finished waits for its usage
 	for {
 		select {
 		case <-ctx.Done():
-			return live, ctx.Err()
+			return false, ctx.Err()
 		case f := <-frames:
-			if f.err != nil {
-				return live, f.err
+			switch {
+			case session && errors.Is(f.err, errFrameTooLarge):
+				return c.passOversizeEvent(ctx, f.err)
+			case f.err != nil:
+				return false, f.err
 			}
-			live = true
+			w.api.sawFrame(len(f.data))
 			handle(ctx, f.data)
 			if len(frames) == 0 {
 				c.flush(ctx) // nothing more waiting: emit what is mapped
@@ -250,7 +266,7 @@ func (c *conversation) attachOnce(ctx context.Context) (live bool, err error) {
 			usageDue = nil
 		case <-idle:
 			if c.idleExpired(w.idleDetach) {
-				return live, errIdleDetached
+				return false, errIdleDetached
 			}
 		}
 	}
@@ -280,16 +296,54 @@ func (c *conversation) releaseHeld(ctx context.Context) {
 	c.flushLocked(ctx)
 }
 
+// attachLegacy pages the history of a fresh legacy connection and then
+// handles its first frame, normally the connect-time snapshot: that frame
+// dates the subscription, so the overlap window holds only the ids the
+// buffered live frames can repeat.
+func (c *conversation) attachLegacy(ctx context.Context, frames <-chan frame) error {
+	var first *frame
+	wait := time.NewTimer(firstFrameWait)
+	defer wait.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case f := <-frames:
+		if f.err != nil {
+			return f.err
+		}
+		first = &f
+	case <-wait.C: // hold every id until the history is drained
+	}
+	subscribed := ""
+	if first != nil {
+		if ev, err := mapping.DecodeEvent(first.data); err == nil {
+			subscribed = ev.Timestamp()
+		}
+	}
+	c.mu.Lock()
+	c.overlap.hold(subscribed)
+	c.mu.Unlock()
+	if err := c.replayHistory(ctx); err != nil {
+		return fmt.Errorf("page history: %w", err)
+	}
+	c.mu.Lock()
+	c.overlap.historyDone()
+	c.mu.Unlock()
+	if first != nil {
+		c.handleLegacyFrame(ctx, first.data)
+		c.flush(ctx)
+	}
+	return nil
+}
+
+// errFrameTooLarge marks a frame over max_frame_bytes, or the server's own
+// frame cap (close 1013 "frame_too_large").
+var errFrameTooLarge = errors.New("socket frame too large")
+
 // readFrames forwards text frames until the socket fails or stop closes.
-func readFrames(conn *websocket.Conn, out chan<- frame, stop <-chan struct{}) {
+func readFrames(conn *websocket.Conn, limit int64, out chan<- frame, stop <-chan struct{}) {
 	for {
-		kind, data, err := conn.ReadMessage()
-		if err == nil && kind != websocket.TextMessage {
-			continue // the server sends JSON text frames only
-		}
-		if err != nil {
-			err = classifyClose(err)
-		}
+		data, err := readFrame(conn, limit)
 		select {
 		case out <- frame{data: data, err: err}:
 		case <-stop:
@@ -301,18 +355,112 @@ func readFrames(conn *websocket.Conn, out chan<- frame, stop <-chan struct{}) {
 	}
 }
 
-// classifyClose turns the server's fatal close codes into sentinel errors.
+// readFrame reads the next text frame, at most limit bytes. It enforces
+// the limit itself rather than through the connection's read limit, which
+// would write a close frame: the auth frame stays the only frame we write.
+func readFrame(conn *websocket.Conn, limit int64) ([]byte, error) {
+	for {
+		kind, r, err := conn.NextReader()
+		if err != nil {
+			return nil, classifyClose(err)
+		}
+		if kind != websocket.TextMessage {
+			continue // the server sends JSON text frames only
+		}
+		data, err := io.ReadAll(io.LimitReader(r, limit+1))
+		switch {
+		case err != nil:
+			return nil, classifyClose(err)
+		case int64(len(data)) > limit:
+			return nil, fmt.Errorf("%w: over max_frame_bytes (%d)", errFrameTooLarge, limit)
+		}
+		return data, nil
+	}
+}
+
+// classifyClose turns the server's meaningful close codes into sentinel
+// errors.
 func classifyClose(err error) error {
 	var ce *websocket.CloseError
 	if errors.As(err, &ce) {
-		switch ce.Code {
-		case 4001:
+		switch {
+		case ce.Code == 4001:
 			return fmt.Errorf("socket closed %d %q: %w", ce.Code, ce.Text, errAuthRejected)
-		case 4004:
+		case ce.Code == 4004:
 			return fmt.Errorf("socket closed %d %q: %w", ce.Code, ce.Text, errConversationGone)
+		case ce.Code == websocket.CloseTryAgainLater && ce.Text == "frame_too_large":
+			return fmt.Errorf("socket closed %d %q: %w", ce.Code, ce.Text, errFrameTooLarge)
 		}
 	}
 	return err
+}
+
+// passOversizeEvent gets a session past a stored event its socket cannot
+// carry: every reconnect would resume at the same after_seq and fail on the
+// same frame. The stored events after the cursor are read over REST
+// instead, one at a time and each bounded by max_frame_bytes, and processed
+// like their durable frames; one larger than that becomes a visible
+// x.openhands.event.oversize naming its id and size. Frames the server had
+// queued are lost with the connection, so small events may come first: it
+// reads on until an event larger than any frame the server has delivered
+// (the likely culprit), at most a replay page. When no stored event follows
+// the cursor the oversize frame was transient and there is nothing to
+// skip: the reconnect backs off.
+func (c *conversation) passOversizeEvent(ctx context.Context, cause error) (progressed bool, err error) {
+	w := c.watch
+	largest := w.api.largestFrame.Load()
+	for n := 0; n < maxCatchUp; n++ {
+		next, err := w.api.storedEventAfter(ctx, c.id, c.durableSeq, c.durableID, w.api.maxFrame)
+		switch {
+		case err != nil:
+			return n > 0, fmt.Errorf("%w; reading the stored event after seq %d over REST: %w", cause, c.durableSeq, err)
+		case next == nil && n == 0:
+			return false, fmt.Errorf("%w; no stored event follows seq %d, so the frame was not one", cause, c.durableSeq)
+		case next == nil:
+			return true, fmt.Errorf("%w; read the rest of the log over REST", cause)
+		}
+		c.catchUp(ctx, next)
+		if next.raw == nil || next.size+durableEnvelope > largest {
+			break
+		}
+	}
+	return true, fmt.Errorf("%w; read past it over REST, resuming after seq %d", cause, c.durableSeq)
+}
+
+const (
+	// maxCatchUp bounds the events one oversize frame reads over REST: the
+	// server replays in pages of 100.
+	maxCatchUp = 100
+	// durableEnvelope is the bytes a durable frame adds around its event.
+	durableEnvelope = int64(len(`{"type":"durable","seq":,"event":}`) + 20)
+)
+
+// catchUp processes one stored event read over REST as its durable frame
+// would have been, or in its place, when too large to hold, the
+// x.openhands.event.oversize that names it.
+func (c *conversation) catchUp(ctx context.Context, ev *storedEvent) {
+	w := c.watch
+	seq := c.durableSeq + 1
+	fields := []zap.Field{
+		zap.String("conversation", c.id), zap.Int64("seq", seq),
+		zap.String("vendor_event_id", ev.id), zap.Int64("size_bytes", ev.size),
+	}
+	if ev.raw != nil {
+		w.tel.restCatchUp(ctx, "mapped")
+		w.rl.Warn("oversize:"+c.id, "the session socket failed on an oversize frame; reading stored events over REST", fields...)
+		c.handleDurable(ctx, seq, ev.raw)
+		return
+	}
+	w.tel.restCatchUp(ctx, "degraded")
+	w.rl.Warn("oversize:"+c.id, "a stored event is larger than max_frame_bytes; emitting x.openhands.event.oversize in its place",
+		append(fields, zap.Int64("max_frame_bytes", w.api.maxFrame))...)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.durableSeq, c.durableID = seq, ev.id
+	c.lastSeen = time.Now()
+	c.noteStoredLocked(ev.timestamp)
+	stand := mapping.Oversize{ID: ev.id, Kind: ev.kind, Timestamp: ev.timestamp, Size: ev.size, Limit: w.api.maxFrame}
+	c.mapped = append(c.mapped, c.decorator.Decorate(stand.Event(), c.mapper.Oversize(stand, time.Now()))...)
 }
 
 // replayHistory pages the persisted log: all of it on first attach, else
@@ -400,13 +548,11 @@ func (c *conversation) handleSessionFrame(ctx context.Context, raw []byte) {
 			w.rl.Error("decode:"+c.id, "skipping a durable frame without seq or event", zap.String("conversation", c.id))
 			return
 		}
-		// The vendor-id window drops redeliveries; seq is only the cursor.
-		c.mu.Lock()
-		c.durableSeq = max(c.durableSeq, *f.Seq)
-		c.mu.Unlock()
-		c.handleEvent(ctx, f.Event, true, false)
+		c.handleDurable(ctx, *f.Seq, f.Event)
 	case "transient":
-		c.handleEvent(ctx, f.Event, false, c.takeConnectSnapshot())
+		if ev, ok := c.decode(ctx, f.Event); ok {
+			c.process(ctx, ev, transientFrame, c.takeConnectSnapshot())
+		}
 	case "delta":
 		if f.Kind != "" && f.Kind != "text" {
 			return // reasoning never rides: no schema field may hold it
@@ -432,34 +578,106 @@ func streamingDelta(f sessionFrame) []byte {
 	return raw
 }
 
+// handleDurable processes one stored event of the session socket at seq.
+// The seq cursor alone orders and dedupes stored events: a seq at or below
+// it is a redelivery.
+func (c *conversation) handleDurable(ctx context.Context, seq int64, raw []byte) {
+	ev, ok := c.decode(ctx, raw)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if seq <= c.durableSeq {
+		c.watch.tel.duplicates.Add(ctx, 1)
+		return
+	}
+	c.durableSeq, c.durableID = seq, ev.ID()
+	if ok {
+		c.processLocked(ctx, ev, durableFrame, false)
+	}
+}
+
+// handleEvent processes one legacy-socket or REST-history event.
 func (c *conversation) handleEvent(ctx context.Context, raw []byte, persisted, connectSnapshot bool) {
+	how := legacyLive
+	if persisted {
+		how = legacyHistory
+	}
+	if ev, ok := c.decode(ctx, raw); ok {
+		c.process(ctx, ev, how, connectSnapshot)
+	}
+}
+
+func (c *conversation) decode(ctx context.Context, raw []byte) (mapping.Event, bool) {
 	w := c.watch
 	ev, err := mapping.DecodeEvent(raw)
 	if err != nil {
 		w.tel.decodeError(ctx, "event")
 		w.rl.Error("decode:"+c.id, "skipping an agent-server event that cannot be decoded",
 			zap.String("conversation", c.id), zap.Error(err))
-		return
+		return ev, false
 	}
 	w.tel.vendorEvent(ctx, ev.Kind())
+	return ev, true
+}
 
+// delivery is how an event reached the receiver, which decides whether it
+// can be a repeat.
+type delivery int
+
+const (
+	durableFrame   delivery = iota // session socket, stored, deduped by seq
+	transientFrame                 // session socket, not (yet) stored
+	legacyHistory                  // legacy attach, REST history page
+	legacyLive                     // legacy socket frame
+)
+
+// isRepeatLocked reports whether ev was already processed. Only a stored
+// event can repeat: on the legacy socket across the resume margin and the
+// attach's buffered frames, on the session socket when the server sent it
+// as transient before it was persisted and later replays it as durable.
+func (c *conversation) isRepeatLocked(ev mapping.Event, how delivery) bool {
+	switch {
+	case how == durableFrame:
+		return c.overlap.retire(ev.ID())
+	case ev.Transient():
+		return false // snapshots, deltas, socket errors: never stored, never repeated
+	default:
+		return !c.overlap.add(ev.ID(), ev.Timestamp())
+	}
+}
+
+// noteStoredLocked records that a new stored event, stamped ts, was
+// processed: the resume point and the measure of progress move.
+func (c *conversation) noteStoredLocked(ts string) {
+	c.resumeTS = max(c.resumeTS, ts)
+	c.stored++
+}
+
+func (c *conversation) storedCount() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.stored
+}
+
+func (c *conversation) process(ctx context.Context, ev mapping.Event, how delivery, connectSnapshot bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.processLocked(ctx, ev, how, connectSnapshot)
+}
+
+// processLocked dedupes, maps and batches one decoded event.
+func (c *conversation) processLocked(ctx context.Context, ev mapping.Event, how delivery, connectSnapshot bool) {
+	w := c.watch
 	if c.mapper.Ended() {
 		return
 	}
-	if !c.seen.add(ev.ID()) {
+	if c.isRepeatLocked(ev, how) {
 		w.tel.duplicates.Add(ctx, 1)
 		return
 	}
 	now := time.Now()
 	c.lastSeen = now
-	if persisted || !ev.Transient() {
-		c.resumeTS = max(c.resumeTS, ev.Timestamp())
-		if c.journal != nil && c.legacy {
-			// Kept for the stored cursor, pruned at every write-ahead.
-			c.recent.add(ev.ID(), ev.Timestamp())
-		}
+	if how == durableFrame || how == legacyHistory || !ev.Transient() {
+		c.noteStoredLocked(ev.Timestamp())
 	}
 	prev := c.mapper.Status()
 	var out []*aep.Event

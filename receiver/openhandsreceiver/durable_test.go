@@ -421,16 +421,16 @@ func protoBytes(t *testing.T, logs plog.Logs) []byte {
 	return raw
 }
 
-// TestRecentTimestampsKeepOnlyTheResumeWindow: the ids persisted with a
-// legacy cursor are those a resume from since can present again; older
-// ones are forgotten, so the list stays as small as the window.
-func TestRecentTimestampsKeepOnlyTheResumeWindow(t *testing.T) {
-	var r recentTimestamps
-	r.add("old", "2026-07-12T10:00:00.000001")
-	r.add("edge", "2026-07-12T10:00:05")
-	r.add("new", "2026-07-12T10:00:09.5")
-	r.add("unstamped", "")
-	assert.Equal(t, []string{"edge", "new"}, r.ids("2026-07-12T10:00:05.000000"))
-	assert.Len(t, r.entries, 2, "the older id is forgotten")
-	assert.Empty(t, r.ids("not a time"))
+// TestOverlapIDsPersistTheResumeWindow: the ids persisted with a cursor
+// are those a resume can present again; older ones are forgotten, so the
+// list stays as small as the window.
+func TestOverlapIDsPersistTheResumeWindow(t *testing.T) {
+	o := newOverlapIDs()
+	o.add("old", "2026-07-12T10:00:00.000001")
+	o.add("edge", "2026-07-12T10:00:05")
+	o.add("new", "2026-07-12T10:00:10")
+	o.add("unstamped", "")
+	assert.Equal(t, []string{"edge", "new", "unstamped"}, o.ids(), "an unstamped id counts as the newest")
+	o.retire("new")
+	assert.Equal(t, []string{"edge", "unstamped"}, o.ids())
 }

@@ -1,6 +1,7 @@
 package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,7 +28,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
 
-// logEvery is how often one cause of trouble may be logged.
+// logEvery is how often one cause of trouble may be logged, per server.
 const logEvery = time.Minute
 
 type openhandsReceiver struct {
@@ -35,7 +36,6 @@ type openhandsReceiver struct {
 	set      receiver.Settings
 	next     consumer.Logs
 	tel      *telemetry
-	rl       *ratelog.Logger
 	redactor *capture.Redactor
 
 	host     component.Host
@@ -50,7 +50,7 @@ type openhandsReceiver struct {
 	unregister        func()
 
 	healthMu   sync.Mutex
-	health     map[string]error // per server; nil = healthy
+	health     map[serverAspect]error // nil = healthy
 	lastStatus componentstatus.Status
 	lastErr    string
 }
@@ -66,8 +66,7 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*openh
 	}
 	r := &openhandsReceiver{
 		cfg: cfg, set: set, next: next, tel: tel, redactor: redactor,
-		rl:       ratelog.New(set.Logger, logEvery),
-		health:   make(map[string]error),
+		health:   make(map[serverAspect]error),
 		sessions: newSessionIndex(),
 	}
 	// Every conversation gets this configuration; check it once, now.
@@ -97,13 +96,18 @@ func (r *openhandsReceiver) Start(ctx context.Context, host component.Host) erro
 		}
 		r.storage = client
 	}
+	conversations, restConns := connectionBudget(descriptorLimit(), len(r.cfg.Servers))
 	watches := make([]*serverWatch, 0, len(r.cfg.Servers))
 	for i := range r.cfg.Servers {
-		api, err := r.newAgentServer(ctx, host, &r.cfg.Servers[i])
+		sc := &r.cfg.Servers[i]
+		api, err := r.newAgentServer(ctx, host, sc, restConns)
 		if err != nil {
 			return errors.Join(fmt.Errorf("servers[%d]: %w", i, err), r.closeStorage(ctx))
 		}
-		watches = append(watches, r.newServerWatch(api, epoch))
+		w := r.newServerWatch(api, epoch)
+		w.maxConversations = cmp.Or(sc.MaxConversations, conversations)
+		w.logger.Info("attaching at most max_conversations at once", zap.Int("max_conversations", w.maxConversations))
+		watches = append(watches, w)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
@@ -146,12 +150,16 @@ func (r *openhandsReceiver) closeStorage(ctx context.Context) error {
 	return nil
 }
 
-func (r *openhandsReceiver) newAgentServer(ctx context.Context, host component.Host, sc *ServerConfig) (*agentServer, error) {
+// newAgentServer builds the client of one server; its REST connections
+// are capped at restConns unless max_conns_per_host says otherwise.
+func (r *openhandsReceiver) newAgentServer(ctx context.Context, host component.Host, sc *ServerConfig, restConns int) (*agentServer, error) {
 	base, err := url.Parse(sc.Endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("endpoint: %w", err)
 	}
-	client, err := sc.ToClient(ctx, host.GetExtensions(), r.set.TelemetrySettings)
+	clientConfig := sc.ClientConfig
+	clientConfig.MaxConnsPerHost = cmp.Or(clientConfig.MaxConnsPerHost, restConns)
+	client, err := clientConfig.ToClient(ctx, host.GetExtensions(), r.set.TelemetrySettings)
 	if err != nil {
 		return nil, fmt.Errorf("http client: %w", err)
 	}
@@ -229,12 +237,14 @@ func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serve
 		health:       r.reportHealth,
 		tel:          r.tel,
 		logger:       logger,
-		rl:           r.rl,
-		shard:        r.cfg.Shard,
-		journal:      j,
-		convs:        make(map[string]*conversation),
-		index:        r.sessions,
-		ended:        newRecentIDs(dedupeWindow),
+		// One table per server: a failing server cannot use up the log
+		// budget of another, and every line names its server.
+		rl:      ratelog.New(logger, logEvery),
+		shard:   r.cfg.Shard,
+		journal: j,
+		convs:   make(map[string]*conversation),
+		index:   r.sessions,
+		ended:   newRecentIDs(endedWindow),
 		// newSession starts a conversation in this process's generation,
 		// or resumes the one restored from storage.
 		newSession: func(info conversationInfo, restored *durableState, w *serverWatch) (*conversation, error) {
@@ -262,7 +272,7 @@ func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serve
 					next: r.next, resource: resource, epoch: generation,
 					retry: r.cfg.Reconnect, tel: r.tel, logger: logger,
 				},
-				seen:       newRecentIDs(dedupeWindow),
+				overlap:    newOverlapIDs(),
 				durableSeq: -1,
 			}
 			if restored != nil {
@@ -273,21 +283,35 @@ func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serve
 	}
 }
 
+// healthAspect is one thing that can be wrong with a server.
+type healthAspect int
+
+const (
+	healthSearch   healthAspect = iota // reachable, and accepting our key
+	healthCapacity                     // every listed conversation has a socket
+)
+
+type serverAspect struct {
+	server string
+	aspect healthAspect
+}
+
 // reportHealth folds per-server health into the component status: any
-// server refusing our key is a permanent error, any unreachable one a
-// recoverable error, all reachable OK. Only changes are reported.
-func (r *openhandsReceiver) reportHealth(server string, err error) {
+// server refusing our key is a permanent error, any unreachable one, or
+// one with conversations waiting for a socket, a recoverable error; else
+// OK. Only changes are reported.
+func (r *openhandsReceiver) reportHealth(server string, aspect healthAspect, err error) {
 	r.healthMu.Lock()
 	defer r.healthMu.Unlock()
-	r.health[server] = err
+	r.health[serverAspect{server, aspect}] = err
 	var permanent, recoverable []error
-	for name, e := range r.health {
+	for key, e := range r.health {
 		switch {
 		case e == nil:
 		case errors.Is(e, errAuthRejected):
-			permanent = append(permanent, fmt.Errorf("server %s: %w", name, e))
+			permanent = append(permanent, fmt.Errorf("server %s: %w", key.server, e))
 		default:
-			recoverable = append(recoverable, fmt.Errorf("server %s: %w", name, e))
+			recoverable = append(recoverable, fmt.Errorf("server %s: %w", key.server, e))
 		}
 	}
 	var ev *componentstatus.Event

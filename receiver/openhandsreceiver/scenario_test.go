@@ -72,8 +72,8 @@ type harness struct {
 	rcv  *openhandsReceiver
 }
 
-// metric sums the data points of an internal counter whose attribute
-// key=value (all points when key is "").
+// metric sums the data points of an internal counter or gauge whose
+// attribute key=value (all points when key is "").
 func (h *harness) metric(name, key, value string) int64 {
 	h.t.Helper()
 	m, err := h.tel.GetMetric(name)
@@ -88,8 +88,14 @@ func (h *harness) metric(name, key, value string) int64 {
 				total += dp.Value
 			}
 		}
+	case metricdata.Gauge[int64]:
+		for _, dp := range data.DataPoints {
+			if v, ok := dp.Attributes.Value(attribute.Key(key)); key == "" || (ok && v.AsString() == value) {
+				total += dp.Value
+			}
+		}
 	default:
-		h.t.Fatalf("metric %s is a %T, not an int64 sum", name, m.Data)
+		h.t.Fatalf("metric %s is a %T, not an int64 sum or gauge", name, m.Data)
 	}
 	return total
 }
@@ -134,13 +140,19 @@ func startHarness(t *testing.T, cfg *Config) *harness {
 // startHarnessWith starts a receiver on a host with these extensions.
 func startHarnessWith(t *testing.T, cfg *Config, extensions map[component.ID]component.Component) *harness {
 	t.Helper()
+	return startHarnessLogging(t, cfg, extensions, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))
+}
+
+// startHarnessLogging is startHarnessWith with the receiver logging to logger.
+func startHarnessLogging(t *testing.T, cfg *Config, extensions map[component.ID]component.Component, logger *zap.Logger) *harness {
+	t.Helper()
 	require.NoError(t, cfg.Validate())
 	host := &statusHost{Host: componenttest.NewNopHost(), extensions: extensions}
 	h := &harness{t: t, sink: new(consumertest.LogsSink), host: host, tel: componenttest.NewTelemetry()}
 	t.Cleanup(func() { require.NoError(t, h.tel.Shutdown(context.Background())) })
 	set := receivertest.NewNopSettings(componentType)
 	set.TelemetrySettings = h.tel.NewTelemetrySettings()
-	set.Logger = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	set.Logger = logger
 	r, err := NewFactory().CreateLogs(context.Background(), set, cfg, h.sink)
 	require.NoError(t, err)
 	h.rcv = r.(*openhandsReceiver)
@@ -472,6 +484,46 @@ func TestReconnectMidRunWithOverlap(t *testing.T) {
 		assert.Equal(t, int64(len(h.events())), h.metric("otelcol_openhands_aep_events", "", ""))
 		assert.Equal(t, 2, count(got, "tool.completed"))
 		assert.Equal(t, 2, count(got, "state.snapshot"), "one connect snapshot per connection")
+		h.validate()
+		h.assertEveryVendorEventOnce(conv)
+	})
+}
+
+// TestReconnectAfterLongHistory: a reconnect after thousands of events,
+// stamped 100 ms apart, overlaps only the resume margin (legacy) or nothing
+// (session), and the bounded overlap window still drops every repeat.
+func TestReconnectAfterLongHistory(t *testing.T) {
+	bothSockets(t, func(t *testing.T, socket string) {
+		var ticks sync.Mutex
+		n := 0
+		stub := oh.Start(t, oh.Config{
+			SessionAPIKeys: []string{testKey},
+			Clock: func() time.Time {
+				ticks.Lock()
+				defer ticks.Unlock()
+				n++
+				return historyStart.Add(time.Duration(n) * 100 * time.Millisecond)
+			},
+		})
+		conv := newConversation(t, stub)
+		mustStatus(t, conv, oh.StatusRunning)
+		for range 500 {
+			act := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
+			mustAppend(t, conv, oh.ObservationEvent(act, "ok", false))
+		}
+		h := startHarness(t, fastConfig(socket, stub))
+		h.waitLive(conv, 1)
+
+		conv.DropSockets()
+		act := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
+		h.waitLive(conv, 2)
+		mustAppend(t, conv, oh.ObservationEvent(act, "ok", false))
+		mustStatus(t, conv, oh.StatusFinished)
+		got := h.waitTypes(conv.ID(), "tool.completed", "state.delta", "run.finished")
+		assert.Equal(t, 501, count(got, "tool.completed"))
+		if socket == socketEvents {
+			assert.Positive(t, h.metric("otelcol_openhands_duplicates_dropped", "", ""), "the resume margin overlaps")
+		}
 		h.validate()
 		h.assertEveryVendorEventOnce(conv)
 	})

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
@@ -39,12 +38,14 @@ type durableState struct {
 type cursor struct {
 	// DurableSeq is the last /sockets/session seq processed, -1 before any.
 	DurableSeq int64 `json:"durable_seq"`
+	// DurableID is that event's vendor id: where a stored event too large
+	// for the socket is looked up over REST ("" = unknown).
+	DurableID string `json:"durable_id,omitempty"`
 	// ResumeTS is the newest vendor timestamp of a persisted event seen;
 	// the legacy socket pages history from resumeMargin before it.
 	ResumeTS string `json:"resume_ts,omitempty"`
-	// Recent are the vendor ids seen at or after that page's start: the
-	// ones a legacy resume can present again, which the dedupe window must
-	// drop.
+	// Recent are the vendor ids of the overlap window (dedupe.go): the
+	// ones a resume can present again, which must be dropped.
 	Recent []string `json:"recent,omitempty"`
 }
 
@@ -85,75 +86,27 @@ func decodeState(raw []byte) (durableState, error) {
 
 // snapshotLocked is the conversation's durable state now. c.mu must be held.
 func (c *conversation) snapshotLocked() durableState {
-	s := durableState{
+	return durableState{
 		Epoch:   c.emitter.epoch,
 		NextSeq: c.emitter.seq,
 		Cursor: cursor{
 			DurableSeq: c.durableSeq,
+			DurableID:  c.durableID,
 			ResumeTS:   c.resumeTS,
+			Recent:     c.overlap.ids(),
 		},
 		Mapping:    c.mapper.Snapshot(),
 		Decoration: c.decorator.State(),
 	}
-	if c.legacy {
-		// Only the legacy socket resumes with an overlap; the session
-		// socket resumes exactly after DurableSeq.
-		s.Cursor.Recent = c.recent.ids(resumeFrom(c.resumeTS))
-	}
-	return s
 }
 
 // restore puts a conversation that has not run yet in state s.
 func (c *conversation) restore(s durableState) {
 	c.emitter.epoch, c.emitter.seq = s.Epoch, s.NextSeq
-	c.durableSeq, c.resumeTS = s.Cursor.DurableSeq, s.Cursor.ResumeTS
+	c.durableSeq, c.durableID, c.resumeTS = s.Cursor.DurableSeq, s.Cursor.DurableID, s.Cursor.ResumeTS
 	for _, id := range s.Cursor.Recent {
-		c.seen.add(id)
-		c.recent.add(id, c.resumeTS)
+		c.overlap.add(id, c.resumeTS)
 	}
 	c.mapper.Restore(s.Mapping)
 	c.decorator = mapping.NewDecorator(s.Decoration)
-}
-
-// recentTimestamps remembers the ids of persisted vendor events with
-// their vendor timestamps, oldest first, so that the ones inside a legacy
-// resume's window can be persisted with the cursor. Entries older than the
-// window's start are dropped as the cursor moves on.
-type recentTimestamps struct {
-	entries []stampedID
-}
-
-type stampedID struct {
-	id string
-	at time.Time
-}
-
-// add records id, seen with vendor timestamp ts; an id without a readable
-// timestamp cannot come back in a resume window and is not kept.
-func (r *recentTimestamps) add(id, ts string) {
-	if at, err := time.Parse(vendorTimeLayout, ts); err == nil {
-		r.entries = append(r.entries, stampedID{id, at})
-	}
-}
-
-// ids returns the ids stamped at or after since, the start of the next
-// resume window (resumeFrom), and forgets the older ones.
-func (r *recentTimestamps) ids(since string) []string {
-	cut, err := time.Parse(vendorTimeLayout, since)
-	if err != nil {
-		return nil
-	}
-	keep := r.entries[:0]
-	for _, e := range r.entries {
-		if !e.at.Before(cut) {
-			keep = append(keep, e)
-		}
-	}
-	clear(r.entries[len(keep):])
-	r.entries = keep
-	out := make([]string, len(keep))
-	for i, e := range keep {
-		out[i] = e.id
-	}
-	return out
 }

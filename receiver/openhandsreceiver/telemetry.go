@@ -24,12 +24,14 @@ type telemetry struct {
 	storageWritten  metric.Int64Counter
 	storageErrors   metric.Int64Counter
 	batchesResent   metric.Int64Counter
+	restCatchUps    metric.Int64Counter
+	overflowed      metric.Int64Gauge
 }
 
 func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	m := set.MeterProvider.Meter(scopeName)
 	var t telemetry
-	var errs [10]error
+	var errs [12]error
 	t.attached, errs[0] = m.Int64UpDownCounter("otelcol_openhands_conversations_attached",
 		metric.WithDescription("Conversations with an attached WebSocket."), metric.WithUnit("{conversation}"))
 	t.vendorEvents, errs[1] = m.Int64Counter("otelcol_openhands_vendor_events",
@@ -52,6 +54,12 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	t.batchesResent, errs[9] = m.Int64Counter("otelcol_openhands_batches_resent",
 		metric.WithDescription("Write-ahead batches sent again at start because they may not have left before a crash."),
 		metric.WithUnit("{batch}"))
+	t.restCatchUps, errs[10] = m.Int64Counter("otelcol_openhands_rest_catchup_events",
+		metric.WithDescription("Stored events read over REST after the session socket failed on an oversize frame, by outcome: mapped, or degraded to x.openhands.event.oversize."),
+		metric.WithUnit("{event}"))
+	t.overflowed, errs[11] = m.Int64Gauge("otelcol_openhands_conversations_overflow",
+		metric.WithDescription("Listed conversations waiting for a socket because max_conversations are attached, by server."),
+		metric.WithUnit("{conversation}"))
 	return &t, errors.Join(errs[:]...)
 }
 
@@ -66,6 +74,14 @@ func (t *telemetry) vendorEvent(ctx context.Context, kind string) {
 		kind = "other"
 	}
 	t.vendorEvents.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", kind)))
+}
+
+func (t *telemetry) restCatchUp(ctx context.Context, outcome string) {
+	t.restCatchUps.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
+}
+
+func (t *telemetry) overflow(ctx context.Context, server string, waiting int) {
+	t.overflowed.Record(ctx, int64(waiting), metric.WithAttributes(attribute.String("server", server)))
 }
 
 func (t *telemetry) aepEvent(ctx context.Context, eventType string) {

@@ -1,8 +1,12 @@
 package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"math"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -22,10 +26,12 @@ type serverWatch struct {
 	shard        ShardConfig
 	journal      *journal // nil without storage
 	newSession   func(info conversationInfo, restored *durableState, w *serverWatch) (*conversation, error)
-	health       func(server string, err error)
+	health       func(server string, aspect healthAspect, err error)
 	tel          *telemetry
 	logger       *zap.Logger
 	rl           *ratelog.Logger
+	// maxConversations bounds the attached conversations (sockets).
+	maxConversations int
 
 	convs map[string]*conversation
 	// index is where the control gate finds them.
@@ -58,54 +64,115 @@ func (w *serverWatch) poll(ctx context.Context) {
 		return
 	}
 	if err != nil {
-		w.health(w.api.name, err)
-		w.rl.Error("search", "conversation search failed", zap.String("server", w.api.name), zap.Error(err))
+		w.health(w.api.name, healthSearch, err)
+		w.rl.Error("search", "conversation search failed", zap.Error(err))
 		return
 	}
-	w.health(w.api.name, nil)
+	w.health(w.api.name, healthSearch, nil)
 	listed := make(map[string]bool, len(infos))
+	var waiting []conversationInfo
 	for _, info := range infos {
 		if listed[info.ID] || !w.shard.owns(info.ID) {
 			continue // a server that lists one id twice; another replica's
 		}
 		listed[info.ID] = true
-		w.observe(ctx, info)
+		if w.observe(ctx, info) {
+			waiting = append(waiting, info)
+		}
 	}
 	for id, c := range w.convs {
 		if !listed[id] {
 			w.endSession(ctx, c)
 		}
 	}
+	w.attachWaiting(ctx, waiting)
 }
 
-func (w *serverWatch) observe(ctx context.Context, info conversationInfo) {
+// observe takes in what search shows of one conversation and reports
+// whether it wants a socket: new, or detached and due to re-attach.
+func (w *serverWatch) observe(ctx context.Context, info conversationInfo) (wantsSocket bool) {
 	c, known := w.convs[info.ID]
 	switch {
 	case !known && w.ended.has(info.ID):
-		return
+		return false
 	case !known && info.ExecutionStatus == "deleting":
-		return // never observed, already going: nothing to say
+		return false // never observed, already going: nothing to say
 	case !known:
-		var err error
-		if c, err = w.newSession(info, nil, w); err != nil {
-			w.rl.Error("session", "cannot observe conversation", zap.String("conversation", info.ID), zap.Error(err))
-			return
-		}
-		w.convs[info.ID] = c
-		w.index.add(c)
-		c.begin(ctx)
-		c.attach(ctx)
+		return true
 	case info.ExecutionStatus == "deleting":
 		c.info = info
 		w.endSession(ctx, c)
+		return false
 	case !c.attached() && (c.exit == nil || !errors.Is(c.exit, errIdleDetached) || moved(c.info, info)):
 		// Re-attach what idled out once it moves, and what failed fatally
 		// once discovery lists it again.
 		c.info = info
-		c.attach(ctx)
+		return true
 	default:
 		c.info = info
+		return false
 	}
+}
+
+// attachWaiting gives the free slots, up to maxConversations attached, to
+// the waiting conversations most recently updated first. A conversation
+// first seen starts its session only when it gets a slot. The rest wait
+// for the next round, reported as overflow.
+func (w *serverWatch) attachWaiting(ctx context.Context, waiting []conversationInfo) {
+	free := w.maxConversations
+	for _, c := range w.convs {
+		if c.attached() {
+			free--
+		}
+	}
+	slices.SortStableFunc(waiting, func(a, b conversationInfo) int {
+		return cmp.Compare(updatedAt(b), updatedAt(a))
+	})
+	overflow := 0
+	for _, info := range waiting {
+		if free <= 0 {
+			overflow++
+			continue
+		}
+		c, known := w.convs[info.ID]
+		if !known {
+			var err error
+			if c, err = w.newSession(info, nil, w); err != nil {
+				w.rl.Error("session", "cannot observe conversation", zap.String("conversation", info.ID), zap.Error(err))
+				continue
+			}
+			w.convs[info.ID] = c
+			w.index.add(c)
+			c.begin(ctx)
+		}
+		c.attach(ctx)
+		free--
+	}
+	w.reportOverflow(ctx, overflow)
+}
+
+// reportOverflow publishes the conversations waiting for a slot: as a
+// metric, a recoverable component status and a rate-limited warning.
+func (w *serverWatch) reportOverflow(ctx context.Context, waiting int) {
+	w.tel.overflow(ctx, w.api.name, waiting)
+	if waiting == 0 {
+		w.health(w.api.name, healthCapacity, nil)
+		return
+	}
+	err := fmt.Errorf("%d conversations wait for a socket: max_conversations (%d) reached", waiting, w.maxConversations)
+	w.health(w.api.name, healthCapacity, err)
+	w.rl.Warn("overflow", "conversations wait for a socket; they attach as slots free up, most recently updated first",
+		zap.Int("waiting", waiting), zap.Int("max_conversations", w.maxConversations))
+}
+
+// updatedAt orders conversations by their last update; an unreadable one
+// sorts last.
+func updatedAt(info conversationInfo) int64 {
+	t, err := time.Parse(time.RFC3339Nano, info.UpdatedAt)
+	if err != nil {
+		return math.MinInt64
+	}
+	return t.UnixNano()
 }
 
 // moved reports whether search shows activity since the last look.
@@ -179,6 +246,6 @@ func (w *serverWatch) stopAll() {
 // reportConversationFatal surfaces a conversation the server refused.
 func (w *serverWatch) reportConversationFatal(err error) {
 	if errors.Is(err, errAuthRejected) {
-		w.health(w.api.name, err)
+		w.health(w.api.name, healthSearch, err)
 	}
 }

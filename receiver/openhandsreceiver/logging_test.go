@@ -1,0 +1,40 @@
+package openhandsreceiver
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
+)
+
+// TestEveryFailingServerIsLogged: rate limiting is per server, so while one
+// server's search keeps failing, a second server failing the same way is
+// still logged, and each line names its server.
+func TestEveryFailingServerIsLogged(t *testing.T) {
+	slow, other := startStub(t), startStub(t)
+	core, logs := observer.New(zapcore.WarnLevel)
+	slow.SetConversationSearchFault(oh.SearchServerError)
+	h := startHarnessLogging(t, fastConfig(socketEvents, slow, other), nil, zap.New(core))
+
+	failures := func() map[string]int {
+		byServer := map[string]int{}
+		for _, e := range logs.FilterMessage("conversation search failed").All() {
+			server, _ := e.ContextMap()["server"].(string)
+			byServer[server]++
+		}
+		return byServer
+	}
+	assert.Eventually(t, func() bool { return failures()[slow.Addr()] == 1 }, waitFor, tick)
+	// Later failures of the first server stay suppressed; the second
+	// server's own failures still get their line.
+	other.SetConversationSearchFault(oh.SearchGarbage)
+	assert.Eventually(t, func() bool { return failures()[other.Addr()] == 1 }, waitFor, tick,
+		"the second server's failure must be logged while the first keeps failing")
+	time.Sleep(3 * h.rcv.cfg.PollInterval)
+	assert.Equal(t, map[string]int{slow.Addr(): 1, other.Addr(): 1}, failures(), "one line per server per interval")
+}
