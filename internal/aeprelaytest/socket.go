@@ -477,21 +477,20 @@ func (c *wsConn) handle(kind int, data []byte) {
 
 func (c *wsConn) send(f *ErrorFrame) { c.out.push(wsFrame{data: f.bytes()}, false) }
 
-// handleEvent ingests an Event frame. An invalid one is refused in-band
-// and the connection stays open (the spec leaves this open).
+// handleEvent ingests an Event frame. An invalid one is refused in-band,
+// as the reference relay does: a connection-scoped error frame whose cause
+// is the Event's id, queued before anything the relay answers to a later
+// frame (the spec leaves this open). The connection stays open.
 func (c *wsConn) handleEvent(data []byte) {
 	raw := normalize(data)
-	ev, err := parseEvent(raw)
-	r := c.r
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	ev, id, err := c.r.admit(raw, BindingSocket, c.id)
 	if err != nil {
-		v := schemaViolation(raw, BindingSocket, c.id, err)
-		r.recordViolationLocked(v)
-		c.send(&ErrorFrame{Type: "error", Code: "invalid-event", ID: v.EventID, Detail: err.Error()})
+		c.send(&ErrorFrame{Type: "error", Code: "invalid-event", Cause: id, Detail: err.Error()})
 		return
 	}
-	r.ingestLocked(newIngested(raw, ev, BindingSocket, c.id), c)
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
+	c.r.ingestLocked(newIngested(raw, ev, BindingSocket, c.id), c)
 }
 
 // subscribe handles a subscribe frame (AEP-0003 §6.5): the reply, then
