@@ -7,7 +7,8 @@
 // Usage:
 //
 //	aeprelay [-addr 127.0.0.1:8787] [-token T] [-buffer 10000] [-max-sessions 500]
-//	         [-max-body 16777216] [-max-batch 10000] [-max-from N] [-ping 0s] [-log-level info]
+//	         [-max-body 16777216] [-max-batch 10000] [-max-from N] [-max-queued 4096]
+//	         [-max-records 100000] [-ping 0s] [-log-level info]
 //
 // The token defaults to $AEP_TOKEN; without one the relay is watch-only
 // and refuses every command `unauthorized`.
@@ -50,6 +51,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	maxBody := fs.Int64("max-body", 16<<20, "largest POST body or socket frame, in bytes")
 	maxBatch := fs.Int("max-batch", 10000, "most Events in one NDJSON POST")
 	maxFrom := fs.Int("max-from", 0, "most resume positions per subscription (0: max-sessions)")
+	maxQueued := fs.Int("max-queued", 4096, "live frames a slow consumer may have waiting before it is dropped")
+	maxRecords := fs.Int("max-records", 100000, "entries each test record list keeps")
 	ping := fs.Duration("ping", 0, "ping every socket at this interval (0: never)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
@@ -65,7 +68,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 	relay, err := aeprelaytest.New(aeprelaytest.Config{
 		Addr: *addr, Token: *token, BufferPerSession: *buffer, MaxSessions: *maxSessions,
-		MaxBody: *maxBody, MaxBatch: *maxBatch, MaxFrom: *maxFrom, PingInterval: *ping,
+		MaxBody: *maxBody, MaxBatch: *maxBatch, MaxFrom: *maxFrom, MaxQueued: *maxQueued,
+		MaxRecords: *maxRecords, PingInterval: *ping,
 		DrainTimeout: 5 * time.Second, Logger: logger,
 	})
 	if err != nil {
