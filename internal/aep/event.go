@@ -155,7 +155,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			return nil
 		}
 		field(name)
-		return writeJSON(&b, v)
+		return writeJSONString(&b, v)
 	}
 	for _, kv := range [...]struct{ k, v string }{
 		{"aep", e.AEP}, {"id", e.ID}, {"type", e.Type}, {"subject", e.Subject},
@@ -205,6 +205,21 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// writeJSONString writes s as writeJSON would. Envelope strings are
+// almost always printable ASCII without quotes or backslashes, which need
+// no escaping: those skip the encoder, the rest take it.
+func writeJSONString(b *bytes.Buffer, s string) error {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return writeJSON(b, s)
+		}
+	}
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
+	return nil
 }
 
 func writeJSON(b *bytes.Buffer, v any) error {
@@ -333,16 +348,25 @@ func (e *Event) stringAttribute(name string) *string {
 func DecodeValue(raw []byte) (any, error) { return decodeValue(raw) }
 
 func decodeValue(raw []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
 	var v any
-	if err := dec.Decode(&v); err != nil {
+	if err := DecodeInto(raw, &v); err != nil {
 		return nil, err
 	}
-	if dec.More() {
-		return nil, errors.New("trailing data after JSON value")
-	}
 	return v, nil
+}
+
+// DecodeInto decodes one JSON value into dst as DecodeValue does: numbers
+// held in interface values stay json.Number, and trailing data is refused.
+func DecodeInto(raw []byte, dst any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(dst); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after JSON value")
+	}
+	return nil
 }
 
 func jsonKind(v any) string {

@@ -204,3 +204,15 @@ func TestStringAttribute(t *testing.T) {
 		assert.False(t, core, name)
 	}
 }
+
+func TestWriteJSONStringMatchesTheEncoder(t *testing.T) {
+	for _, s := range []string{
+		"", "run:c1:2", "aep://otelcol-a/agent/openhands/session/c1", "2026-07-12T08:15:00.301Z",
+		`a"b`, `a\b`, "tab\there", "nl\n", "\x00", "\x1f", "\x7f", "<&>", "é", "\u2028", "\xff", " ~",
+	} {
+		var fast, slow bytes.Buffer
+		require.NoError(t, writeJSONString(&fast, s))
+		require.NoError(t, writeJSON(&slow, s))
+		assert.Equal(t, slow.String(), fast.String(), "%q", s)
+	}
+}

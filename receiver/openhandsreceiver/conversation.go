@@ -367,16 +367,17 @@ func (c *conversation) takeConnectSnapshot() bool {
 // sessionFrame is one /sockets/session envelope; unknown types and fields
 // are ignored, as the protocol asks of clients.
 type sessionFrame struct {
-	Type    string          `json:"type"`
-	Seq     *int64          `json:"seq"`
-	Event   json.RawMessage `json:"event"`
-	ItemID  string          `json:"item_id"`
-	Attempt int             `json:"attempt"`
-	Order   int             `json:"order"`
-	Kind    string          `json:"kind"`
-	Content string          `json:"content"`
-	Code    string          `json:"code"`
-	Detail  string          `json:"detail"`
+	Type string `json:"type"`
+	Seq  *int64 `json:"seq"`
+	// Event is decoded with the envelope, as aep.DecodeValue would.
+	Event   any    `json:"event"`
+	ItemID  string `json:"item_id"`
+	Attempt int    `json:"attempt"`
+	Order   int    `json:"order"`
+	Kind    string `json:"kind"`
+	Content string `json:"content"`
+	Code    string `json:"code"`
+	Detail  string `json:"detail"`
 }
 
 // handleSessionFrame processes one /sockets/session envelope: durable
@@ -385,7 +386,7 @@ type sessionFrame struct {
 func (c *conversation) handleSessionFrame(ctx context.Context, raw []byte) {
 	w := c.watch
 	var f sessionFrame
-	if err := json.Unmarshal(raw, &f); err != nil {
+	if err := aep.DecodeInto(raw, &f); err != nil {
 		w.tel.decodeError(ctx, "frame")
 		w.rl.Error("decode:"+c.id, "skipping a session-socket frame that cannot be decoded",
 			zap.String("conversation", c.id), zap.Error(err))
@@ -393,7 +394,7 @@ func (c *conversation) handleSessionFrame(ctx context.Context, raw []byte) {
 	}
 	switch f.Type {
 	case "durable":
-		if f.Seq == nil || len(f.Event) == 0 {
+		if f.Seq == nil || f.Event == nil {
 			w.tel.decodeError(ctx, "frame")
 			w.rl.Error("decode:"+c.id, "skipping a durable frame without seq or event", zap.String("conversation", c.id))
 			return
@@ -402,14 +403,17 @@ func (c *conversation) handleSessionFrame(ctx context.Context, raw []byte) {
 		c.mu.Lock()
 		c.durableSeq = max(c.durableSeq, *f.Seq)
 		c.mu.Unlock()
-		c.handleEvent(ctx, f.Event, true, false)
+		ev, err := mapping.EventOf(f.Event)
+		c.handleDecoded(ctx, ev, err, true, false)
 	case "transient":
-		c.handleEvent(ctx, f.Event, false, c.takeConnectSnapshot())
+		ev, err := mapping.EventOf(f.Event)
+		c.handleDecoded(ctx, ev, err, false, c.takeConnectSnapshot())
 	case "delta":
 		if f.Kind != "" && f.Kind != "text" {
 			return // reasoning never rides: no schema field may hold it
 		}
-		c.handleEvent(ctx, streamingDelta(f), false, false)
+		ev, err := mapping.EventOf(streamingDelta(f))
+		c.handleDecoded(ctx, ev, err, false, false)
 	case "error":
 		w.rl.Warn("server-error:"+c.id, "the agent server reported a socket error",
 			zap.String("conversation", c.id), zap.String("code", f.Code), zap.String("detail", f.Detail))
@@ -420,19 +424,26 @@ func (c *conversation) handleSessionFrame(ctx context.Context, raw []byte) {
 // StreamingDeltaEvent the legacy socket would have carried, so one mapping
 // (and one streaming redactor) serves both. Its id is unique per (item,
 // attempt, order); the durable event retiring the item ends the stream.
-func streamingDelta(f sessionFrame) []byte {
-	raw, _ := json.Marshal(map[string]any{
+func streamingDelta(f sessionFrame) map[string]any {
+	return map[string]any{
 		"kind":    "StreamingDeltaEvent",
 		"id":      fmt.Sprintf("%s/%d/%d", f.ItemID, max(f.Attempt, 1), f.Order),
 		"source":  "agent",
 		"content": f.Content,
-	})
-	return raw
+	}
 }
 
+// handleEvent decodes and handles one event of the legacy socket or of a
+// history page.
 func (c *conversation) handleEvent(ctx context.Context, raw []byte, persisted, connectSnapshot bool) {
-	w := c.watch
 	ev, err := mapping.DecodeEvent(raw)
+	c.handleDecoded(ctx, ev, err, persisted, connectSnapshot)
+}
+
+// handleDecoded dedupes, maps and emits one decoded event; err is its
+// decode failure, which skips it visibly.
+func (c *conversation) handleDecoded(ctx context.Context, ev mapping.Event, err error, persisted, connectSnapshot bool) {
+	w := c.watch
 	if err != nil {
 		w.tel.decodeError(ctx, "event")
 		w.rl.Error("decode:"+c.id, "skipping an agent-server event that cannot be decoded",
