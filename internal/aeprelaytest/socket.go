@@ -1,6 +1,7 @@
 package aeprelaytest
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -350,6 +351,18 @@ func decodeFrame(kind int, data []byte) (map[string]json.RawMessage, string, err
 	return fields, typ, nil
 }
 
+// isEventFrame tells an Event, most of the traffic, by its type alone,
+// without decoding every member as decodeFrame does; validation reads the
+// rest. Anything else takes decodeFrame.
+func isEventFrame(data []byte) bool {
+	var head struct {
+		Type string `json:"type"`
+	}
+	// The key test keeps decoding's case-insensitive match from taking a
+	// "Type" member for the type.
+	return bytes.Contains(data, []byte(`"type"`)) && json.Unmarshal(data, &head) == nil && strings.Contains(head.Type, ".")
+}
+
 // helloFrame is the part of a hello the relay reads (AEP-0003 §4).
 type helloFrame struct {
 	Versions []string `json:"versions"`
@@ -426,6 +439,10 @@ func (c *wsConn) handle(kind int, data []byte) {
 		r.protocolViolationLocked(c.id, "binary frame (reserved in AEP 0.1)")
 		r.mu.Unlock()
 		c.fail(ErrorFrame{Type: "error", Code: "binary-frame", Detail: "binary frames are reserved in AEP 0.1"}, websocket.CloseUnsupportedData)
+		return
+	}
+	if isEventFrame(data) {
+		c.handleEvent(data)
 		return
 	}
 	fields, typ, err := decodeFrame(kind, data)
