@@ -21,6 +21,10 @@ type rateRow struct {
 	appended           int
 	ours, floor, plain summary
 	cpu                map[string]float64
+	// batches and confirmMS: the exporter's confirmed batches and their
+	// mean wait for the pong.
+	batches   float64
+	confirmMS float64
 }
 
 // ceilingRow is the burst's measurement.
@@ -160,6 +164,10 @@ func (m *measure) rate(ctx context.Context, rate float64, d time.Duration, profi
 		return row, err
 	}
 	cpu := newCPUMeter(m.procs)
+	count0, sum0, err := confirmWait(ctx, m.r.metricsAddr)
+	if err != nil {
+		return row, err
+	}
 	var wg sync.WaitGroup
 	var plainSent int
 	var plainErr, profileErr error
@@ -182,6 +190,13 @@ func (m *measure) rate(ctx context.Context, rate float64, d time.Duration, profi
 		say("warning: %v", err)
 	}
 	row.cpu = cpu.spent()
+	count1, sum1, err := confirmWait(ctx, m.r.metricsAddr)
+	if err != nil {
+		return row, err
+	}
+	if row.batches = count1 - count0; row.batches > 0 {
+		row.confirmMS = 1000 * (sum1 - sum0) / row.batches
+	}
 	row.ours = m.r.watch.rec.take()
 	row.plain = m.sink.rec.take()
 	row.floor, err = m.floorReport(ctx)
@@ -282,18 +297,18 @@ func printTable(o options, rows []rateRow, ceiling *ceilingRow, idle *idleRow) {
 	fmt.Printf("\n%d busy conversations, %s per rate, batch timeout %s; ours, the floor and the plain OTLP pipeline side by side in one run.\n",
 		o.conversations, o.duration, o.batchTimeout)
 	fmt.Printf("The stub agent server and the test relay are fixtures: their CPU is shown, not judged.\n\n")
-	fmt.Println("| rate | delivered ours / floor / plain | our p50 / p99 ms | floor p50 / p99 ms | plain p50 / p99 ms | our CPU-s per 1,000 | floor CPU-s per 1,000 | plain OTLP CPU-s per 1,000 | ours ÷ floor | stub, relay CPU-s per 1,000 (fixtures) |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| rate | delivered ours / floor / plain | our p50 / p99 ms | floor p50 / p99 ms | plain p50 / p99 ms | our CPU-s per 1,000 | floor CPU-s per 1,000 | plain OTLP CPU-s per 1,000 | ours ÷ floor | our batches, mean confirm wait ms | stub, relay CPU-s per 1,000 (fixtures) |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
 		ratio := "n/a"
 		if r.ours.Events > 0 && r.floor.Events > 0 && r.cpu["floor"] > 0 {
 			ratio = fmt.Sprintf("%.2f", (r.cpu["ours"]/float64(r.ours.Events))/(r.cpu["floor"]/float64(r.floor.Events)))
 		}
-		fmt.Printf("| %g/s | %d / %d / %d of %d | %.0f / %.0f | %.1f / %.1f | %.0f / %.0f | %s | %s | %s | %s | %s, %s |\n",
+		fmt.Printf("| %g/s | %d / %d / %d of %d | %.0f / %.0f | %.1f / %.1f | %.0f / %.0f | %s | %s | %s | %s | %.0f, %.1f | %s, %s |\n",
 			r.rate, r.ours.Events, r.floor.Events, r.plain.Events, r.appended,
 			r.ours.P50, r.ours.P99, r.floor.P50, r.floor.P99, r.plain.P50, r.plain.P99,
 			perThousand(r.cpu["ours"], r.ours.Events), perThousand(r.cpu["floor"], r.floor.Events),
-			perThousand(r.cpu["plain"], r.plain.Events), ratio,
+			perThousand(r.cpu["plain"], r.plain.Events), ratio, r.batches, r.confirmMS,
 			perThousand(r.cpu["stub"], r.appended), perThousand(r.cpu["relay"], r.ours.Events))
 	}
 	if ceiling != nil {

@@ -18,7 +18,8 @@ import (
 // heap figures (and, on request, CPU profiles) from. storageDir, when set,
 // puts the exporter queue on file_storage, as a production deployment
 // would.
-func ourConfig(stubURL, key, relayURL, token, pprofAddr string, batchTimeout time.Duration, storageDir string) string {
+func ourConfig(stubURL, key, relayURL, token, pprofAddr, metricsAddr string, batchTimeout time.Duration, storageDir string) string {
+	host, port, _ := strings.Cut(metricsAddr, ":")
 	storageExt, queue, extensions := "", "", "pprof"
 	if storageDir != "" {
 		storageExt = fmt.Sprintf("  file_storage:\n    directory: %s\n", storageDir)
@@ -48,13 +49,19 @@ exporters:
     logs:
       level: warn
     metrics:
-      level: none
+      level: normal
+      readers:
+        - pull:
+            exporter:
+              prometheus:
+                host: %s
+                port: %s
   pipelines:
     logs:
       receivers: [openhands]
       processors: [batch]
       exporters: [aeprelay]
-`, pprofAddr, storageExt, stubURL, key, batchTimeout, relayURL, token, queue, extensions)
+`, pprofAddr, storageExt, stubURL, key, batchTimeout, relayURL, token, queue, extensions, host, port)
 }
 
 // plainConfig is the baseline: otlp → batch → otlp_http with defaults.
@@ -149,6 +156,39 @@ func heapStats(ctx context.Context, pprofAddr string) (alloc, inuse uint64, err 
 		return 0, 0, fmt.Errorf("no HeapAlloc in the heap profile (%v)", scanner.Err())
 	}
 	return alloc, inuse, nil
+}
+
+// confirmWait reads the exporter's confirm latency histogram: the count of
+// confirmed batches and the sum of their waits in seconds.
+func confirmWait(ctx context.Context, metricsAddr string) (count, sum float64, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+metricsAddr+"/metrics", nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read the collector's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	scanner := bufio.NewScanner(resp.Body)
+	scanner.Buffer(nil, 16<<20)
+	for scanner.Scan() {
+		name, value, ok := strings.Cut(scanner.Text(), " ")
+		if !ok || !strings.HasPrefix(name, "otelcol_aeprelay_confirm_latency") {
+			continue
+		}
+		v, _ := strconv.ParseFloat(value, 64)
+		base, _, _ := strings.Cut(name, "{")
+		switch {
+		case strings.HasSuffix(base, "_count"):
+			count += v
+		case strings.HasSuffix(base, "_sum"):
+			sum += v
+		}
+	}
+	return count, sum, scanner.Err()
 }
 
 // saveCPUProfile writes a CPU profile of the collector over d to path.

@@ -30,6 +30,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -123,7 +124,9 @@ type rig struct {
 	stubURL   string
 	ours      *proc
 	pprofAddr string
-	procs     []*proc
+	// metricsAddr serves the collector's own telemetry (Prometheus).
+	metricsAddr string
+	procs       []*proc
 }
 
 func (r *rig) close() {
@@ -156,8 +159,12 @@ func startRig(ctx context.Context, o options, storage bool) (*rig, []string, err
 		return fail(err)
 	}
 	// The relay subscriber must keep up with bursts: a deep live queue.
-	relay, err := startProc("relay", dir, []string{o.relay, "-addr", relayAddr, "-token", relayToken,
-		"-max-queued", "1000000", "-max-records", "1000", "-max-sessions", "20000", "-buffer", "100", "-log-level", "warn"})
+	relayArgs := []string{o.relay, "-addr", relayAddr, "-token", relayToken,
+		"-max-queued", "1000000", "-max-records", "1000", "-max-sessions", "20000", "-buffer", "100", "-log-level", "warn"}
+	if o.profileDir != "" {
+		relayArgs = append(relayArgs, "-cpuprofile", filepath.Join(o.profileDir, "relay.pprof"))
+	}
+	relay, err := startProc("relay", dir, relayArgs)
 	if err != nil {
 		return fail(err)
 	}
@@ -185,6 +192,9 @@ func startRig(ctx context.Context, o options, storage bool) (*rig, []string, err
 	if r.pprofAddr, err = freeAddr(); err != nil {
 		return fail(err)
 	}
+	if r.metricsAddr, err = freeAddr(); err != nil {
+		return fail(err)
+	}
 	storageDir := ""
 	if storage {
 		storageDir = dir + "/queue"
@@ -193,7 +203,7 @@ func startRig(ctx context.Context, o options, storage bool) (*rig, []string, err
 		}
 	}
 	ours, err := startCollector("ours", dir, o.collector,
-		ourConfig(r.stubURL, stubKey, r.relayURL, relayToken, r.pprofAddr, o.batchTimeout, storageDir))
+		ourConfig(r.stubURL, stubKey, r.relayURL, relayToken, r.pprofAddr, r.metricsAddr, o.batchTimeout, storageDir))
 	if err != nil {
 		return fail(err)
 	}
