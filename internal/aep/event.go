@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 )
@@ -147,7 +148,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			b.WriteByte(',')
 		}
 		first = false
-		b.WriteString(strconv.Quote(name))
+		_ = writeJSONString(&b, name) // a string always encodes
 		b.WriteByte(':')
 	}
 	str := func(name, v string) error {
@@ -199,7 +200,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	}
 	if e.Data != nil {
 		field("data")
-		if err := writeJSON(&b, e.Data); err != nil {
+		if err := writeJSONValue(&b, e.Data, maxWalkDepth); err != nil {
 			return nil, fmt.Errorf("aep: marshal data of %s %s: %w", e.Type, e.ID, err)
 		}
 	}
@@ -219,6 +220,71 @@ func writeJSONString(b *bytes.Buffer, s string) error {
 	b.WriteByte('"')
 	b.WriteString(s)
 	b.WriteByte('"')
+	return nil
+}
+
+// maxWalkDepth bounds writeJSONValue's own walk; deeper (or cyclic)
+// values are the encoder's to write or refuse.
+const maxWalkDepth = 64
+
+// writeJSONValue writes v as writeJSON would. It walks the types decoded
+// JSON is made of itself (objects with their keys sorted, as the encoder
+// sorts them, arrays, strings, booleans, null) and hands every other value
+// to the encoder, which the per-value reflection of a whole payload made
+// the costliest part of marshalling an event.
+func writeJSONValue(b *bytes.Buffer, v any, depth int) error {
+	if depth == 0 {
+		return writeJSON(b, v)
+	}
+	switch t := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		b.WriteString(strconv.FormatBool(t))
+	case string:
+		return writeJSONString(b, t)
+	case map[string]any:
+		if t == nil {
+			b.WriteString("null")
+			return nil
+		}
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := writeJSONString(b, k); err != nil {
+				return err
+			}
+			b.WriteByte(':')
+			if err := writeJSONValue(b, t[k], depth-1); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	case []any:
+		if t == nil {
+			b.WriteString("null")
+			return nil
+		}
+		b.WriteByte('[')
+		for i, x := range t {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := writeJSONValue(b, x, depth-1); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	default:
+		return writeJSON(b, v)
+	}
 	return nil
 }
 
