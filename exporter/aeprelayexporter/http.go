@@ -106,13 +106,18 @@ func (e *unsentError) Unwrap() error { return e.err }
 // report, whose shape AEP 0.1 leaves open) isolate the event the relay
 // names, or bisect, so that one refused event is dropped and the rest go
 // on; resending what a 207 accepted is safe, as the relay dedupes on
-// (source, id).
+// (source, id). A 207 for one event refuses it only if its body names an
+// error.
 func (h *httpTransport) deliver(ctx context.Context, events []outboundEvent) (int, error) {
 	resp, err := h.post(ctx, events)
 	if err != nil {
 		return 0, err
 	}
 	switch {
+	case resp.code == http.StatusMultiStatus && len(events) == 1 && resp.body.Error == "":
+		// A per-line report for one line that names no error accepted it.
+		h.tel.sent(ctx, 1)
+		return 1, nil
 	case resp.code == http.StatusMultiStatus || resp.code == http.StatusBadRequest:
 		if len(events) == 1 {
 			h.drop(ctx, resp.refusal(events[0], reasonRelayRefused))

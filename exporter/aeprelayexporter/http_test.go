@@ -85,8 +85,9 @@ func TestHTTPDropsAnEventTooLargeAlone(t *testing.T) {
 // refusingRelay accepts NDJSON batches unless they hold the poisoned id:
 // those get status (400 unless set), with the 0-based line of the poison
 // when lineHint says so (shifted by lineShift, to play a relay that counts
-// differently). A 207 plays a per-line report of a shape we cannot read:
-// the rest of its batch is accepted. Admission dedupes on id.
+// differently). A 207 plays a per-line report of a shape we cannot read,
+// for every POST: the rest of a batch is accepted, and a batch without the
+// poison gets a report naming no error. Admission dedupes on id.
 type refusingRelay struct {
 	poison    string
 	lineHint  bool
@@ -129,6 +130,11 @@ func (r *refusingRelay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.admit(batch)
+	if r.status == http.StatusMultiStatus {
+		w.WriteHeader(http.StatusMultiStatus) // a report that names no error
+		_, _ = w.Write([]byte(`{}`))
+		return
+	}
 	w.WriteHeader(http.StatusAccepted)
 }
 
@@ -178,6 +184,7 @@ func TestHTTPDropsTheEventTheRelayRefuses(t *testing.T) {
 			assert.Equal(t, poison.ID, entries[0].ContextMap()["id"])
 			assert.Equal(t, poison.Type, entries[0].ContextMap()["type"])
 			assert.Equal(t, "refused by test", entries[0].ContextMap()["detail"])
+			assert.Equal(t, int64(len(rest)), h.counter(t, "otelcol_aeprelay_events_sent"), "sent + rejected = emitted")
 		})
 	}
 }
