@@ -211,7 +211,7 @@ func startRig(ctx context.Context, o options, storage bool) (*rig, []string, err
 	if err := awaitListening(ctx, ours, r.pprofAddr); err != nil {
 		return fail(err)
 	}
-	if err := r.awaitAttached(ctx, ids, time.Minute); err != nil {
+	if err := r.awaitAttached(ctx, ids, max(time.Minute, time.Duration(len(ids))*100*time.Millisecond)); err != nil {
 		return fail(err)
 	}
 	return r, ids, nil
