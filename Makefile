@@ -14,7 +14,7 @@ OH_SERVER_VERSION := 1.58.2
 OH_VENV     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/otelcol-openhands/venv-$(OH_SERVER_VERSION)
 LIVE_TEST   := OH_PYTHON=$(OH_VENV)/bin/python OTELCOL_BIN=$(BIN) $(GOTEST) -tags live -timeout 15m -run '^TestLive(Control)?$$' -v ./internal/livetest/
 
-.PHONY: all build test unit-test lint bench demo demo-control clean venv live-test record
+.PHONY: all build test unit-test lint bench bench-e2e demo demo-control clean venv live-test record
 
 all: lint test
 
@@ -71,6 +71,14 @@ record: build venv
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+# bench-e2e measures the built collector out of process: the stub agent
+# server, the test relay, the floor client and the plain OTLP pipeline run
+# as processes beside it (internal/benche2e). BENCH_E2E_FLAGS passes flags,
+# e.g. BENCH_E2E_FLAGS="-soak -conversations 100".
+bench-e2e: build
+	$(GO) build -o bin/ ./internal/benche2e ./internal/openhandstest/cmd/ohstub ./internal/aeprelaytest/cmd/aeprelay
+	bin/benche2e -collector $(BIN) -stub bin/ohstub -relay bin/aeprelay $(BENCH_E2E_FLAGS)
 
 clean:
 	rm -rf bin build

@@ -126,7 +126,7 @@ func (s *socketTransport) handleFrame(ctx context.Context, conn *relayConn, raw 
 	case framePong:
 		conn.resolvePong(pingToken(f.T))
 	case frameError:
-		return s.handleError(f)
+		return s.handleError(ctx, conn, f)
 	case frameClosing:
 		s.logger.Info("AEP relay is closing the connection; redialling", zap.String("relay", s.relay.display), zap.String("reason", f.Reason))
 		return errRelayClosing
@@ -135,12 +135,18 @@ func (s *socketTransport) handleFrame(ctx context.Context, conn *relayConn, raw 
 	return nil
 }
 
-// handleError logs an error frame; connection-level codes that no redial
-// can cure end the connection for good.
-func (s *socketTransport) handleError(f inboundFrame) error {
+// handleError acts on an error frame. One whose cause names an event of
+// an unconfirmed batch refuses that event. Relay-behalf refusals of
+// commands go to the command's sender, never to the emitter (AEP-0004
+// §4.2), so any other cause matches nothing of ours. Connection-level codes
+// that no redial can cure end the connection for good.
+func (s *socketTransport) handleError(ctx context.Context, conn *relayConn, f inboundFrame) error {
 	if f.Cause != "" {
-		s.rate.Info("refused_"+f.Code, "AEP relay refused a command on our behalf",
-			zap.String("cause", f.Cause), zap.String("code", f.Code), zap.String("detail", f.detailText()))
+		if !conn.refuse(f.Cause, relayRefusal{code: f.Code, detail: f.detailText()}) {
+			s.tel.unmatchedError(ctx, f.Code)
+			s.logger.Debug("AEP relay sent an error frame whose cause is none of our unconfirmed events",
+				zap.String("cause", f.Cause), zap.String("code", f.Code), zap.String("detail", f.detailText()))
+		}
 		return nil
 	}
 	rerr := &relayError{code: f.Code, detail: f.detailText(), versions: f.Versions}

@@ -22,15 +22,16 @@ const (
 	reasonAgentMismatch = "agent_mismatch"
 	// reasonInvalid: the event fails envelope or payload validation.
 	reasonInvalid = "invalid"
-	// reasonRelayInvalid: the relay answered 400 for this event alone.
-	reasonRelayInvalid = "relay_invalid"
+	// reasonRelayRefused: the relay refused this event alone: an HTTP 400
+	// (or a 207) for it alone, or a WebSocket error frame naming it.
+	reasonRelayRefused = "relay_refused"
 	// reasonTooLarge: the relay answered 413 for this event alone.
 	reasonTooLarge = "too_large"
 )
 
 // outboundEvent is one event ready for the relay.
 type outboundEvent struct {
-	id, typ string
+	id, typ, session string
 	// raw is the validated wire form (aep.Event.MarshalJSON).
 	raw []byte
 	// record locates the log record it came from, so that a retry can
@@ -43,9 +44,20 @@ type recordRef struct{ resource, scope, record int }
 // refusal is an event that will not be sent, and why. id and type are
 // empty when the record could not be rebuilt far enough to know them.
 type refusal struct {
-	reason  string
-	id, typ string
-	err     error
+	reason           string
+	id, typ, session string
+	// code and detail are the relay's, when the relay refused the event.
+	code, detail string
+	// err is this exporter's reason, when it refused the event itself.
+	err error
+}
+
+// refusedByRelay is the refusal of ev that the relay answered with code.
+func (ev outboundEvent) refusedByRelay(reason, code, detail string) refusal {
+	if code == "" {
+		code = "unknown"
+	}
+	return refusal{reason: reason, id: ev.id, typ: ev.typ, session: ev.session, code: code, detail: detail}
 }
 
 // converted sorts one push's records into what leaves and what does not.
@@ -95,7 +107,7 @@ func (c converter) event(lr plog.LogRecord, res pcommon.Resource) (outboundEvent
 		return outboundEvent{}, refusal{reason: reasonProjection, err: err}
 	}
 	refuse := func(reason string, err error) (outboundEvent, refusal) {
-		return outboundEvent{}, refusal{reason: reason, id: ev.ID, typ: ev.Type, err: err}
+		return outboundEvent{}, refusal{reason: reason, id: ev.ID, typ: ev.Type, session: ev.Session, err: err}
 	}
 	if c.agent != "" && ev.Agent != c.agent {
 		return refuse(reasonAgentMismatch, fmt.Errorf("event agent %q is not the connection identity %q (agent)", ev.Agent, c.agent))
@@ -112,7 +124,7 @@ func (c converter) event(lr plog.LogRecord, res pcommon.Resource) (outboundEvent
 	if err := schema.Validate(ev); err != nil {
 		return refuse(reasonInvalid, err)
 	}
-	return outboundEvent{id: ev.ID, typ: ev.Type, raw: raw}, refusal{}
+	return outboundEvent{id: ev.ID, typ: ev.Type, session: ev.Session, raw: raw}, refusal{}
 }
 
 // recordsOf copies the records refs point at, in refs' order, into new

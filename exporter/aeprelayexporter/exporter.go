@@ -60,7 +60,7 @@ func newRelayExporter(cfg *Config, set exporter.Settings) (*relayExporter, error
 		// One agent identity per connection (AEP-0003 §8): the hello
 		// declares cfg.Agent, so every event must carry it.
 		e.converter.agent = cfg.Agent
-		e.transport, err = newSocketTransport(cfg, set.Logger, e.rate, tel, e.status)
+		e.transport, err = newSocketTransport(cfg, set.Logger, e.rate, tel, e.status, e.reject)
 	}
 	if err != nil {
 		return nil, err
@@ -119,8 +119,16 @@ func (e *relayExporter) account(ctx context.Context, batch converted) {
 }
 
 // reject counts and logs one dropped event; the rest of its push goes on.
+// An event the relay refused is a warning that names the relay's code; one
+// this exporter cannot send is an error.
 func (e *relayExporter) reject(ctx context.Context, r refusal) {
-	e.tel.rejected(ctx, r.reason)
+	e.tel.rejected(ctx, r.reason, r.code)
+	if r.code != "" {
+		e.rate.Warn("relay_refused_"+r.code+"_"+r.typ, "the AEP relay refused an event; dropping it, never resending it",
+			zap.String("id", r.id), zap.String("type", r.typ), zap.String("session", r.session),
+			zap.String("code", r.code), zap.String("detail", r.detail))
+		return
+	}
 	e.rate.Error("rejected_"+r.reason+"_"+r.typ, "dropping an AEP event that can never be sent",
 		zap.String("reason", r.reason), zap.String("id", r.id), zap.String("type", r.typ), zap.Error(r.err))
 }

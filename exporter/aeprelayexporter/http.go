@@ -101,32 +101,41 @@ func (e *unsentError) Error() string { return e.err.Error() }
 func (e *unsentError) Unwrap() error { return e.err }
 
 // deliver posts events in order and returns how many of them are settled
-// before the first failure. 413 splits the batch; 400 isolates the event
-// the relay names (or bisects) so that one bad event is dropped and the
-// rest go on.
+// before the first failure. 413 splits the batch. 400 (AEP-0003: the batch
+// is refused whole, naming its first failing line) and 207 (a per-line
+// report, whose shape AEP 0.1 leaves open) isolate the event the relay
+// names, or bisect, so that one refused event is dropped and the rest go
+// on; resending what a 207 accepted is safe, as the relay dedupes on
+// (source, id). A 207 for one event refuses it only if its body names an
+// error.
 func (h *httpTransport) deliver(ctx context.Context, events []outboundEvent) (int, error) {
 	resp, err := h.post(ctx, events)
 	if err != nil {
 		return 0, err
 	}
 	switch {
-	case resp.code >= 200 && resp.code < 300:
-		return len(events), nil
-	case resp.code == http.StatusRequestEntityTooLarge:
+	case resp.code == http.StatusMultiStatus && len(events) == 1 && resp.body.Error == "":
+		// A per-line report for one line that names no error accepted it.
+		h.tel.sent(ctx, 1)
+		return 1, nil
+	case resp.code == http.StatusMultiStatus || resp.code == http.StatusBadRequest:
 		if len(events) == 1 {
-			h.drop(ctx, resp.refusal(events[0], reasonTooLarge))
-			return 1, nil
-		}
-		return h.deliverParts(ctx, events, len(events)/2)
-	case resp.code == http.StatusBadRequest:
-		if len(events) == 1 {
-			h.drop(ctx, resp.refusal(events[0], reasonRelayInvalid))
+			h.drop(ctx, resp.refusal(events[0], reasonRelayRefused))
 			return 1, nil
 		}
 		if line := resp.body.Line; line != nil && *line >= 0 && *line < len(events) {
 			// The hint only isolates the event: it is dropped once the
 			// relay refuses it alone, so a misread hint drops nothing.
 			return h.deliverParts(ctx, events, *line, *line+1)
+		}
+		return h.deliverParts(ctx, events, len(events)/2)
+	case resp.code >= 200 && resp.code < 300:
+		h.tel.sent(ctx, len(events))
+		return len(events), nil
+	case resp.code == http.StatusRequestEntityTooLarge:
+		if len(events) == 1 {
+			h.drop(ctx, resp.refusal(events[0], reasonTooLarge))
+			return 1, nil
 		}
 		return h.deliverParts(ctx, events, len(events)/2)
 	}
@@ -187,11 +196,10 @@ func (h *httpTransport) post(ctx context.Context, events []outboundEvent) (relay
 		return relayResponse{}, fmt.Errorf("POST %d events to the AEP relay: %w", len(events), err)
 	}
 	defer resp.Body.Close()
-	h.tel.sent(ctx, len(events))
 	out := relayResponse{code: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After")}
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	_ = json.Unmarshal(raw, &out.body) // the body is optional; an odd one leaves the hints empty
-	if out.code >= 200 && out.code < 300 {
+	if out.code >= 200 && out.code < 300 && out.code != http.StatusMultiStatus {
 		h.tel.confirmed(ctx, start)
 	}
 	return out, nil
@@ -207,10 +215,11 @@ func (r relayResponse) detail() string {
 
 // refusal describes an event the relay refused on its own.
 func (r relayResponse) refusal(ev outboundEvent, reason string) refusal {
-	return refusal{
-		reason: reason, id: ev.id, typ: ev.typ,
-		err: fmt.Errorf("relay answered HTTP %d for this event alone: %s %s", r.code, r.body.Error, r.detail()),
+	detail := r.detail()
+	if detail == "" {
+		detail = "HTTP " + strconv.Itoa(r.code)
 	}
+	return ev.refusedByRelay(reason, r.body.Error, detail)
 }
 
 // failure maps a status that refuses the whole batch to a permanent or a

@@ -3,6 +3,7 @@ package aeprelayexporter
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -73,19 +75,24 @@ func TestHTTPDropsAnEventTooLargeAlone(t *testing.T) {
 	require.NoError(t, h.consume(t, logsOf(t, events...)))
 
 	assert.Equal(t, []string{events[0].ID, events[2].ID}, relayIDs(relay))
-	assert.Equal(t, int64(1), h.counter(t, "otelcol_aeprelay_events_rejected", attribute.String("reason", reasonTooLarge)))
-	entries := h.logged("dropping an AEP event that can never be sent")
+	assert.Equal(t, int64(1), h.counter(t, "otelcol_aeprelay_events_rejected",
+		attribute.String("reason", reasonTooLarge), attribute.String("code", "payload-too-large")))
+	entries := h.logged("the AEP relay refused an event; dropping it, never resending it")
 	require.Len(t, entries, 1)
 	assert.Equal(t, events[1].ID, entries[0].ContextMap()["id"])
 }
 
 // refusingRelay accepts NDJSON batches unless they hold the poisoned id:
-// those get 400, with the 0-based line of the poison when lineHint says
-// so (shifted by lineShift, to play a relay that counts differently).
+// those get status (400 unless set), with the 0-based line of the poison
+// when lineHint says so (shifted by lineShift, to play a relay that counts
+// differently). A 207 plays a per-line report of a shape we cannot read,
+// for every POST: the rest of a batch is accepted, and a batch without the
+// poison gets a report naming no error. Admission dedupes on id.
 type refusingRelay struct {
 	poison    string
 	lineHint  bool
 	lineShift int
+	status    int
 
 	mu       sync.Mutex
 	accepted []string
@@ -114,12 +121,30 @@ func (r *refusingRelay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		if r.lineHint {
 			body["line"] = i + r.lineShift
 		}
-		w.WriteHeader(http.StatusBadRequest)
+		status := cmp.Or(r.status, http.StatusBadRequest)
+		if status == http.StatusMultiStatus {
+			r.admit(slices.Delete(batch, i, i+1))
+		}
+		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(body)
 		return
 	}
-	r.accepted = append(r.accepted, batch...)
+	r.admit(batch)
+	if r.status == http.StatusMultiStatus {
+		w.WriteHeader(http.StatusMultiStatus) // a report that names no error
+		_, _ = w.Write([]byte(`{}`))
+		return
+	}
 	w.WriteHeader(http.StatusAccepted)
+}
+
+// admit records ids not seen before, as a relay's admission dedupe does.
+func (r *refusingRelay) admit(ids []string) {
+	for _, id := range ids {
+		if !slices.Contains(r.accepted, id) {
+			r.accepted = append(r.accepted, id)
+		}
+	}
 }
 
 func TestHTTPDropsTheEventTheRelayRefuses(t *testing.T) {
@@ -128,11 +153,13 @@ func TestHTTPDropsTheEventTheRelayRefuses(t *testing.T) {
 		events   int
 		lineHint bool
 		shift    int
+		status   int
 	}{
 		{name: "single_event", events: 1},
 		{name: "batch_bisected", events: 9},
 		{name: "batch_with_line_hint", events: 9, lineHint: true},
 		{name: "batch_with_off_by_one_line_hint", events: 9, lineHint: true, shift: 1},
+		{name: "multi_status", events: 9, status: http.StatusMultiStatus},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,7 +167,7 @@ func TestHTTPDropsTheEventTheRelayRefuses(t *testing.T) {
 			at := len(events) / 2
 			poison := events[at]
 			rest := slices.Delete(slices.Clone(events), at, at+1)
-			relay := &refusingRelay{poison: poison.ID, lineHint: tt.lineHint, lineShift: tt.shift}
+			relay := &refusingRelay{poison: poison.ID, lineHint: tt.lineHint, lineShift: tt.shift, status: tt.status}
 			srv := httptest.NewServer(relay)
 			t.Cleanup(srv.Close)
 			h := startExporter(t, httpConfig(srv.URL), nil)
@@ -150,13 +177,31 @@ func TestHTTPDropsTheEventTheRelayRefuses(t *testing.T) {
 			relay.mu.Lock()
 			defer relay.mu.Unlock()
 			assert.Equal(t, ids(rest), relay.accepted, "every other event goes, in order")
-			assert.Equal(t, int64(1), h.counter(t, "otelcol_aeprelay_events_rejected", attribute.String("reason", reasonRelayInvalid)))
-			entries := h.logged("dropping an AEP event that can never be sent")
+			assert.Equal(t, int64(1), h.counter(t, "otelcol_aeprelay_events_rejected",
+				attribute.String("reason", reasonRelayRefused), attribute.String("code", "invalid-event")))
+			entries := h.logged("the AEP relay refused an event; dropping it, never resending it")
 			require.Len(t, entries, 1)
 			assert.Equal(t, poison.ID, entries[0].ContextMap()["id"])
 			assert.Equal(t, poison.Type, entries[0].ContextMap()["type"])
+			assert.Equal(t, "refused by test", entries[0].ContextMap()["detail"])
+			assert.Equal(t, int64(len(rest)), h.counter(t, "otelcol_aeprelay_events_sent"), "sent + rejected = emitted")
 		})
 	}
+}
+
+func TestHTTPRelayRefusalIsACountedRejection(t *testing.T) {
+	var refusals atomic.Int64
+	relay := startRelay(t, aeprelaytest.Config{Refuse: refuseSeq(4, &refusals)})
+	cfg := httpConfig(relay.URL())
+	cfg.Token = relayToken
+	h := startExporter(t, cfg, nil)
+	events := sessionEvents("s1", 10)
+
+	require.NoError(t, h.consume(t, logsOf(t, events...)))
+
+	assert.Equal(t, ids(slices.Delete(slices.Clone(events), 4, 5)), relayIDs(relay), "the other nine are accepted, in order")
+	requireRelayRefusal(t, h, "http", events[4], len(events))
+	requireNoViolations(t, relay)
 }
 
 // statusRelay answers every POST with code and body, counting them.

@@ -16,9 +16,12 @@ type relayConn struct {
 
 	writeMu sync.Mutex
 
-	pongMu sync.Mutex
-	// pongs are the confirmations awaited, keyed by ping token.
-	pongs map[string]chan struct{}
+	waitMu sync.Mutex
+	// batches are the written batches awaiting their pong, by ping token.
+	batches map[string]*batchWait
+	// awaiting is the unconfirmed batch of each event written, by event
+	// id: where an error frame naming an event as its cause lands.
+	awaiting map[string]*batchWait
 
 	failOnce sync.Once
 	// closed is closed when the connection has failed; failure says why.
@@ -26,8 +29,29 @@ type relayConn struct {
 	failure error
 }
 
+// batchWait is one batch between its write and its pong. The relay handles
+// frames in order, so every error frame about the batch's events arrives
+// before the pong of the ping written after them.
+type batchWait struct {
+	token  string
+	events []outboundEvent
+	// pong is closed when the relay answers the batch's ping.
+	pong chan struct{}
+	// refused holds the relay's refusals of the batch's events, by id.
+	refused map[string]relayRefusal
+}
+
+// relayRefusal is an error frame that named one of our events as its cause.
+type relayRefusal struct {
+	code, detail string
+}
+
 func newRelayConn(ws *websocket.Conn) *relayConn {
-	return &relayConn{ws: ws, pongs: make(map[string]chan struct{}), closed: make(chan struct{})}
+	return &relayConn{
+		ws:      ws,
+		batches: make(map[string]*batchWait), awaiting: make(map[string]*batchWait),
+		closed: make(chan struct{}),
+	}
 }
 
 // write sends one text frame.
@@ -65,29 +89,56 @@ func (c *relayConn) writeBatch(deadline time.Time, events []outboundEvent, ping 
 	return c.ws.WriteMessage(websocket.TextMessage, ping)
 }
 
-// expectPong registers a confirmation before its ping is written.
-func (c *relayConn) expectPong(token string) <-chan struct{} {
-	ch := make(chan struct{})
-	c.pongMu.Lock()
-	defer c.pongMu.Unlock()
-	c.pongs[token] = ch
-	return ch
+// await registers a batch before it and its ping are written.
+func (c *relayConn) await(token string, events []outboundEvent) *batchWait {
+	w := &batchWait{token: token, events: events, pong: make(chan struct{})}
+	c.waitMu.Lock()
+	defer c.waitMu.Unlock()
+	c.batches[token] = w
+	for _, ev := range events {
+		c.awaiting[ev.id] = w
+	}
+	return w
 }
 
-func (c *relayConn) forgetPong(token string) {
-	c.pongMu.Lock()
-	defer c.pongMu.Unlock()
-	delete(c.pongs, token)
+// settle unregisters a batch and returns the refusals it got; none can
+// land on it afterwards.
+func (c *relayConn) settle(w *batchWait) map[string]relayRefusal {
+	c.waitMu.Lock()
+	defer c.waitMu.Unlock()
+	delete(c.batches, w.token)
+	for _, ev := range w.events {
+		if c.awaiting[ev.id] == w {
+			delete(c.awaiting, ev.id)
+		}
+	}
+	return w.refused
 }
 
 // resolvePong delivers a pong; pongs of keepalive pings match nothing.
 func (c *relayConn) resolvePong(token string) {
-	c.pongMu.Lock()
-	defer c.pongMu.Unlock()
-	if ch, ok := c.pongs[token]; ok {
-		close(ch)
-		delete(c.pongs, token)
+	c.waitMu.Lock()
+	defer c.waitMu.Unlock()
+	if w, ok := c.batches[token]; ok {
+		close(w.pong)
+		delete(c.batches, token)
 	}
+}
+
+// refuse records the relay's refusal of the unconfirmed event id, and
+// reports whether id named one.
+func (c *relayConn) refuse(id string, r relayRefusal) bool {
+	c.waitMu.Lock()
+	defer c.waitMu.Unlock()
+	w, ok := c.awaiting[id]
+	if !ok {
+		return false
+	}
+	if w.refused == nil {
+		w.refused = make(map[string]relayRefusal)
+	}
+	w.refused[id] = r
+	return true
 }
 
 // fail ends the connection; the first cause is kept.

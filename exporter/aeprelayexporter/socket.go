@@ -36,6 +36,8 @@ type socketTransport struct {
 	status  *statusReporter
 	relay   socketEndpoint
 	pingSeq atomic.Int64
+	// drop reports an event the relay refused on its own.
+	drop func(context.Context, refusal)
 
 	// Set by start.
 	dialer   websocket.Dialer
@@ -52,13 +54,13 @@ type socketTransport struct {
 	changed chan struct{} // closed and replaced on every state change
 }
 
-func newSocketTransport(cfg *Config, logger *zap.Logger, rate *ratelog.Logger, tel *telemetry, status *statusReporter) (*socketTransport, error) {
+func newSocketTransport(cfg *Config, logger *zap.Logger, rate *ratelog.Logger, tel *telemetry, status *statusReporter, drop func(context.Context, refusal)) (*socketTransport, error) {
 	relay, err := newSocketEndpoint(cfg.Endpoint)
 	if err != nil {
 		return nil, err
 	}
 	return &socketTransport{
-		cfg: cfg, logger: logger, rate: rate, tel: tel, status: status,
+		cfg: cfg, logger: logger, rate: rate, tel: tel, status: status, drop: drop,
 		relay: relay, changed: make(chan struct{}),
 	}, nil
 }
@@ -190,8 +192,10 @@ func (s *socketTransport) connected(ctx context.Context) (*relayConn, error) {
 }
 
 // send writes one push's events in order and waits for the pong that
-// confirms them. Any failure is retryable: exporterhelper resends the same
-// ids, and the relay dedupes buffer admission on (source, id).
+// confirms them. An event the relay refused by an error frame naming it is
+// dropped, counted and logged, and never resent: the same bytes would be
+// refused again. Any other failure is retryable: exporterhelper resends
+// the same ids, and the relay dedupes buffer admission on (source, id).
 func (s *socketTransport) send(ctx context.Context, events []outboundEvent) error {
 	conn, err := s.connected(ctx)
 	if err != nil {
@@ -202,31 +206,61 @@ func (s *socketTransport) send(ctx context.Context, events []outboundEvent) erro
 	if err != nil {
 		return consumererror.NewPermanent(err)
 	}
-	pong := conn.expectPong(token)
-	defer conn.forgetPong(token)
+	wait := conn.await(token, events)
+	err = s.confirm(ctx, conn, wait, ping)
+	return s.settle(ctx, events, conn.settle(wait), err)
+}
+
+// confirm writes a registered batch and its ping and waits for the pong.
+func (s *socketTransport) confirm(ctx context.Context, conn *relayConn, wait *batchWait, ping []byte) error {
+	n := len(wait.events)
 	start := time.Now()
-	if err := conn.writeBatch(writeDeadline(ctx, s.cfg.ConfirmTimeout), events, ping); err != nil {
-		err = fmt.Errorf("write %d events to the AEP relay: %w", len(events), err)
+	if err := conn.writeBatch(writeDeadline(ctx, s.cfg.ConfirmTimeout), wait.events, ping); err != nil {
+		err = fmt.Errorf("write %d events to the AEP relay: %w", n, err)
 		conn.fail(err)
 		return err
 	}
-	s.tel.sent(ctx, len(events))
 	timer := time.NewTimer(s.cfg.ConfirmTimeout)
 	defer timer.Stop()
 	select {
-	case <-pong:
+	case <-wait.pong:
 		s.tel.confirmed(ctx, start)
 		return nil
 	case <-conn.closed:
-		return fmt.Errorf("AEP relay connection lost before it confirmed %d events: %w", len(events), conn.cause())
+		return fmt.Errorf("AEP relay connection lost before it confirmed %d events: %w", n, conn.cause())
 	case <-timer.C:
-		err := fmt.Errorf("AEP relay did not confirm %d events within confirm_timeout (%s)", len(events), s.cfg.ConfirmTimeout)
+		err := fmt.Errorf("AEP relay did not confirm %d events within confirm_timeout (%s)", n, s.cfg.ConfirmTimeout)
 		// A relay that answers no ping is stuck: redial.
 		conn.fail(err)
 		return err
 	case <-ctx.Done():
-		return fmt.Errorf("wait for the AEP relay to confirm %d events: %w", len(events), ctx.Err())
+		return fmt.Errorf("wait for the AEP relay to confirm %d events: %w", n, ctx.Err())
 	}
+}
+
+// settle accounts for a batch: the events the relay refused are dropped,
+// whatever happened to the rest; the rest are sent when err is nil, and
+// still to go otherwise.
+func (s *socketTransport) settle(ctx context.Context, events []outboundEvent, refused map[string]relayRefusal, err error) error {
+	if len(refused) == 0 {
+		if err == nil {
+			s.tel.sent(ctx, len(events))
+		}
+		return err
+	}
+	pending := make([]outboundEvent, 0, len(events))
+	for _, ev := range events {
+		if r, ok := refused[ev.id]; ok {
+			s.drop(ctx, ev.refusedByRelay(reasonRelayRefused, r.code, r.detail))
+			continue
+		}
+		pending = append(pending, ev)
+	}
+	if err == nil {
+		s.tel.sent(ctx, len(pending))
+		return nil
+	}
+	return &unsentError{err: err, pending: pending}
 }
 
 func writeDeadline(ctx context.Context, fallback time.Duration) time.Time {

@@ -3,9 +3,11 @@ package aeprelayexporter
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -505,18 +507,96 @@ func TestSocketWithoutControlLogsAndCountsCommands(t *testing.T) {
 	assert.Equal(t, "x.openhands.control.reset", entries[0].ContextMap()["type"])
 }
 
-func TestSocketLogsRelayBehalfErrors(t *testing.T) {
+func TestSocketUnmatchedErrorFrameIsCountedAtDebug(t *testing.T) {
 	relay := startRelay(t, aeprelaytest.Config{})
 	h := startExporter(t, socketConfig(relay), nil)
 	conn := awaitConnected(t, relay)
 
 	require.NoError(t, relay.SendFrame(conn.ID, []byte(`{"type":"error","cause":"cmd-9","code":"no-route","detail":"agent down"}`)))
-	const msg = "AEP relay refused a command on our behalf"
-	eventually(t, "the refusal to be logged", func() bool { return len(h.logged(msg)) == 1 })
-	entry := h.logged(msg)[0]
-	assert.Equal(t, "info", entry.Level.String())
-	assert.Equal(t, map[string]any{"cause": "cmd-9", "code": "no-route", "detail": "agent down"}, entry.ContextMap())
+	eventually(t, "the error frame to be counted", func() bool {
+		return h.counter(t, "otelcol_aeprelay_unmatched_errors", attribute.String("code", "no-route")) == 1
+	})
+	entries := h.logged("AEP relay sent an error frame whose cause is none of our unconfirmed events")
+	require.Len(t, entries, 1)
+	assert.Equal(t, "debug", entries[0].Level.String())
+	assert.Equal(t, map[string]any{"cause": "cmd-9", "code": "no-route", "detail": "agent down"}, entries[0].ContextMap())
+	assert.Zero(t, h.counter(t, "otelcol_aeprelay_events_rejected"))
+	assert.Len(t, relay.Hellos(), 1, "an error frame does not end the connection")
+}
+
+// refuseSeq is a relay policy, stricter than the schema, that refuses the
+// events with sequence number seq and counts how often it did.
+func refuseSeq(seq int64, refusals *atomic.Int64) func(*aep.Event) error {
+	return func(ev *aep.Event) error {
+		if ev.Seq != nil && *ev.Seq == seq {
+			refusals.Add(1)
+			return errors.New("seq refused by test policy")
+		}
+		return nil
+	}
+}
+
+// requireRelayRefusal checks that poison, and only poison, was dropped as
+// refused by the relay with code invalid-event, and that the metrics add
+// up: sent + rejected = emitted.
+func requireRelayRefusal(t *testing.T, h *harness, transport string, poison *aep.Event, emitted int) {
+	t.Helper()
+	sent := h.counter(t, "otelcol_aeprelay_events_sent", attribute.String("transport", transport))
+	rejected := h.counter(t, "otelcol_aeprelay_events_rejected")
+	assert.Equal(t, int64(emitted-1), sent)
+	assert.Equal(t, int64(1), h.counter(t, "otelcol_aeprelay_events_rejected",
+		attribute.String("reason", reasonRelayRefused), attribute.String("code", "invalid-event")))
+	assert.Equal(t, int64(emitted), sent+rejected, "sent + rejected = emitted")
+	entries := h.logged("the AEP relay refused an event; dropping it, never resending it")
+	require.Len(t, entries, 1)
+	assert.Equal(t, "warn", entries[0].Level.String())
+	assert.Equal(t, map[string]any{
+		"id": poison.ID, "type": poison.Type, "session": poison.Session,
+		"code": "invalid-event", "detail": "seq refused by test policy",
+	}, entries[0].ContextMap())
+}
+
+func TestSocketRelayRefusalIsACountedRejection(t *testing.T) {
+	var refusals atomic.Int64
+	relay := startRelay(t, aeprelaytest.Config{Refuse: refuseSeq(4, &refusals)})
+	h := startExporter(t, socketConfig(relay), nil)
+	events := sessionEvents("s1", 10)
+
+	require.NoError(t, h.consume(t, logsOf(t, events...)))
+
+	poison := events[4]
+	assert.Equal(t, ids(slices.Delete(slices.Clone(events), 4, 5)), relayIDs(relay), "the other nine are confirmed")
+	assert.Equal(t, int64(1), refusals.Load())
+	assert.Equal(t, int64(1), h.counter(t, "otelcol_aeprelay_batches_confirmed"))
+	requireRelayRefusal(t, h, "websocket", poison, len(events))
 	assert.Len(t, relay.Hellos(), 1, "a refusal does not end the connection")
+}
+
+func TestSocketRefusedEventIsNotResentWithTheRest(t *testing.T) {
+	var refusals atomic.Int64
+	relay := startRelay(t, aeprelaytest.Config{Refuse: refuseSeq(4, &refusals)})
+	cfg := withRetry(socketConfig(relay))
+	cfg.ConfirmTimeout = 300 * time.Millisecond
+	h := startExporter(t, cfg, nil)
+	awaitConnected(t, relay)
+	relay.SetPong(aeprelaytest.PongMode{Never: true})
+	events := sessionEvents("s1", 10)
+
+	redialled := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		err := relay.WaitFor(ctx, func(r *aeprelaytest.Relay) bool { return len(r.Hellos()) == 2 })
+		relay.SetPong(aeprelaytest.PongMode{})
+		redialled <- err
+	}()
+	require.NoError(t, h.consume(t, logsOf(t, events...)))
+	require.NoError(t, <-redialled)
+
+	assert.Equal(t, ids(slices.Delete(slices.Clone(events), 4, 5)), relayIDs(relay))
+	assert.Equal(t, int64(1), refusals.Load(), "the refused event is never resent")
+	assert.Equal(t, 18, relay.Received(), "the unconfirmed nine were resent")
+	requireRelayRefusal(t, h, "websocket", events[4], len(events))
 }
 
 func TestSocketRedialsWhenTheRelayCloses(t *testing.T) {

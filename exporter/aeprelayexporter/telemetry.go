@@ -29,15 +29,16 @@ type telemetry struct {
 	eventsSkipped    metric.Int64Counter
 	eventsRejected   metric.Int64Counter
 	commandsReceived metric.Int64Counter
+	unmatchedErrors  metric.Int64Counter
 	transport        metric.MeasurementOption
 }
 
 func newTelemetry(set component.TelemetrySettings, transport Transport) (*telemetry, error) {
 	m := set.MeterProvider.Meter(scopeName)
 	t := telemetry{transport: metric.WithAttributes(attribute.String("transport", string(transport)))}
-	var errs [7]error
+	var errs [8]error
 	t.eventsSent, errs[0] = m.Int64Counter("otelcol_aeprelay_events_sent",
-		metric.WithDescription("Events written to the relay, resends included."), metric.WithUnit("{event}"))
+		metric.WithDescription("Events the relay accepted: confirmed by a pong or an HTTP 2xx, less those it refused."), metric.WithUnit("{event}"))
 	t.batchesConfirmed, errs[1] = m.Int64Counter("otelcol_aeprelay_batches_confirmed",
 		metric.WithDescription("Batches the relay confirmed (WebSocket pong or HTTP 202)."), metric.WithUnit("{batch}"))
 	t.confirmLatency, errs[2] = m.Float64Histogram("otelcol_aeprelay_confirm_latency",
@@ -47,9 +48,11 @@ func newTelemetry(set component.TelemetrySettings, transport Transport) (*teleme
 	t.eventsSkipped, errs[4] = m.Int64Counter("otelcol_aeprelay_events_skipped",
 		metric.WithDescription("Log records skipped because they are not AEP events."), metric.WithUnit("{record}"))
 	t.eventsRejected, errs[5] = m.Int64Counter("otelcol_aeprelay_events_rejected",
-		metric.WithDescription("AEP events dropped as permanently unsendable, by reason."), metric.WithUnit("{event}"))
+		metric.WithDescription("AEP events dropped as permanently unsendable, by reason and, when the relay refused them, its code."), metric.WithUnit("{event}"))
 	t.commandsReceived, errs[6] = m.Int64Counter("otelcol_aeprelay_commands_received",
 		metric.WithDescription("Control commands the relay routed to this connection, by outcome."), metric.WithUnit("{command}"))
+	t.unmatchedErrors, errs[7] = m.Int64Counter("otelcol_aeprelay_unmatched_errors",
+		metric.WithDescription("Relay error frames whose cause names none of our unconfirmed events, by code."), metric.WithUnit("{frame}"))
 	return &t, errors.Join(errs[:]...)
 }
 
@@ -62,8 +65,18 @@ func (t *telemetry) confirmed(ctx context.Context, since time.Time) {
 	t.confirmLatency.Record(ctx, time.Since(since).Seconds(), t.transport)
 }
 
-func (t *telemetry) rejected(ctx context.Context, reason string) {
-	t.eventsRejected.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", reason)))
+// rejected counts one dropped event; code is the relay's, "" when this
+// exporter refused the event itself.
+func (t *telemetry) rejected(ctx context.Context, reason, code string) {
+	attrs := []attribute.KeyValue{attribute.String("reason", reason)}
+	if code != "" {
+		attrs = append(attrs, attribute.String("code", code))
+	}
+	t.eventsRejected.Add(ctx, 1, metric.WithAttributes(attrs...))
+}
+
+func (t *telemetry) unmatchedError(ctx context.Context, code string) {
+	t.unmatchedErrors.Add(ctx, 1, metric.WithAttributes(attribute.String("code", code)))
 }
 
 func (t *telemetry) command(ctx context.Context, outcome string) {

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 )
@@ -147,7 +148,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			b.WriteByte(',')
 		}
 		first = false
-		b.WriteString(strconv.Quote(name))
+		_ = writeJSONString(&b, name) // a string always encodes
 		b.WriteByte(':')
 	}
 	str := func(name, v string) error {
@@ -155,7 +156,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			return nil
 		}
 		field(name)
-		return writeJSON(&b, v)
+		return writeJSONString(&b, v)
 	}
 	for _, kv := range [...]struct{ k, v string }{
 		{"aep", e.AEP}, {"id", e.ID}, {"type", e.Type}, {"subject", e.Subject},
@@ -199,12 +200,92 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	}
 	if e.Data != nil {
 		field("data")
-		if err := writeJSON(&b, e.Data); err != nil {
+		if err := writeJSONValue(&b, e.Data, maxWalkDepth); err != nil {
 			return nil, fmt.Errorf("aep: marshal data of %s %s: %w", e.Type, e.ID, err)
 		}
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// writeJSONString writes s as writeJSON would. Envelope strings are
+// almost always printable ASCII without quotes or backslashes, which need
+// no escaping: those skip the encoder, the rest take it.
+func writeJSONString(b *bytes.Buffer, s string) error {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return writeJSON(b, s)
+		}
+	}
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
+	return nil
+}
+
+// maxWalkDepth bounds writeJSONValue's own walk; deeper (or cyclic)
+// values are the encoder's to write or refuse.
+const maxWalkDepth = 64
+
+// writeJSONValue writes v as writeJSON would. It walks the types decoded
+// JSON is made of itself (objects with their keys sorted, as the encoder
+// sorts them, arrays, strings, booleans, null) and hands every other value
+// to the encoder, which the per-value reflection of a whole payload made
+// the costliest part of marshalling an event.
+func writeJSONValue(b *bytes.Buffer, v any, depth int) error {
+	if depth == 0 {
+		return writeJSON(b, v)
+	}
+	switch t := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		b.WriteString(strconv.FormatBool(t))
+	case string:
+		return writeJSONString(b, t)
+	case map[string]any:
+		if t == nil {
+			b.WriteString("null")
+			return nil
+		}
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := writeJSONString(b, k); err != nil {
+				return err
+			}
+			b.WriteByte(':')
+			if err := writeJSONValue(b, t[k], depth-1); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	case []any:
+		if t == nil {
+			b.WriteString("null")
+			return nil
+		}
+		b.WriteByte('[')
+		for i, x := range t {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := writeJSONValue(b, x, depth-1); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	default:
+		return writeJSON(b, v)
+	}
+	return nil
 }
 
 func writeJSON(b *bytes.Buffer, v any) error {
@@ -333,16 +414,25 @@ func (e *Event) stringAttribute(name string) *string {
 func DecodeValue(raw []byte) (any, error) { return decodeValue(raw) }
 
 func decodeValue(raw []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
 	var v any
-	if err := dec.Decode(&v); err != nil {
+	if err := DecodeInto(raw, &v); err != nil {
 		return nil, err
 	}
-	if dec.More() {
-		return nil, errors.New("trailing data after JSON value")
-	}
 	return v, nil
+}
+
+// DecodeInto decodes one JSON value into dst as DecodeValue does: numbers
+// held in interface values stay json.Number, and trailing data is refused.
+func DecodeInto(raw []byte, dst any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(dst); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after JSON value")
+	}
+	return nil
 }
 
 func jsonKind(v any) string {

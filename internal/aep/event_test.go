@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -202,5 +203,54 @@ func TestStringAttribute(t *testing.T) {
 	for _, name := range []string{"seq", "epoch", "data", "acmeregion"} {
 		_, core := ev.StringAttribute(name)
 		assert.False(t, core, name)
+	}
+}
+
+func TestWriteJSONStringMatchesTheEncoder(t *testing.T) {
+	for _, s := range []string{
+		"", "run:c1:2", "aep://otelcol-a/agent/openhands/session/c1", "2026-07-12T08:15:00.301Z",
+		`a"b`, `a\b`, "tab\there", "nl\n", "\x00", "\x1f", "\x7f", "<&>", "é", "\u2028", "\xff", " ~",
+	} {
+		var fast, slow bytes.Buffer
+		require.NoError(t, writeJSONString(&fast, s))
+		require.NoError(t, writeJSON(&slow, s))
+		assert.Equal(t, slow.String(), fast.String(), "%q", s)
+	}
+}
+
+// TestWriteJSONValueMatchesTheEncoder pins the payload walk to the bytes
+// and the refusals of the encoder it stands in for.
+func TestWriteJSONValueMatchesTheEncoder(t *testing.T) {
+	deep := map[string]any{"leaf": "x"}
+	for range 2 * maxWalkDepth {
+		deep = map[string]any{"d": []any{deep}}
+	}
+	cyclic := map[string]any{}
+	cyclic["self"] = cyclic
+	values := []any{
+		nil, true, false, "s", map[string]any(nil), []any(nil), map[string]any{}, []any{},
+		map[string]any{"b": json.Number("1.50"), "a": []any{nil, false, "é\u2028<&>", map[string]any{"z": 1, "y": 2.5}}},
+		map[string]any{"\xff": "k", "Ä": "x", "a": "\x00\x7f", "A": float64(1e21), "n": int64(-3)},
+		map[string]any{"bad": json.Number("abc")},
+		map[string]any{"nan": []any{math.NaN()}},
+		map[string]any{"ch": make(chan int)},
+		deep, cyclic,
+	}
+	for _, line := range goldenLines(t) {
+		ev, err := Parse(line)
+		require.NoError(t, err)
+		values = append(values, ev.Data)
+	}
+	for i, v := range values {
+		var fast, slow bytes.Buffer
+		fastErr := writeJSONValue(&fast, v, maxWalkDepth)
+		slowErr := writeJSON(&slow, v)
+		if slowErr != nil {
+			require.Error(t, fastErr, "value %d", i)
+			assert.Equal(t, slowErr.Error(), fastErr.Error(), "value %d", i)
+			continue
+		}
+		require.NoError(t, fastErr, "value %d", i)
+		assert.Equal(t, slow.String(), fast.String(), "value %d", i)
 	}
 }

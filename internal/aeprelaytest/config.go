@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"time"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 )
 
 // Config configures a relay. The zero value is a tokenless (watch-only)
@@ -60,6 +62,11 @@ type Config struct {
 	// Logger receives the relay's log; nil discards it. Tokens are never
 	// logged.
 	Logger *slog.Logger
+	// Refuse, when set, is an admission policy stricter than the schema,
+	// like another relay implementation's: an Event it returns an error
+	// for is refused on every binding as invalid-event, exactly like one
+	// that fails validation, but is not recorded as a violation.
+	Refuse func(*aep.Event) error
 }
 
 // Defaults of the reference relay (docs/components/relay.md).

@@ -36,9 +36,10 @@
 //
 // Behaviour the spec leaves open, as chosen here:
 //
-//   - An invalid Event on the socket is refused with
-//     {"type":"error","code":"invalid-event","id":…,"detail":…}; the
-//     connection stays open.
+//   - An invalid Event on the socket is refused as the reference relay
+//     does, with {"type":"error","code":"invalid-event","cause":<its
+//     id>,"detail":…}; the connection stays open. Config.Refuse plays a
+//     relay whose policy is stricter than the schema.
 //   - A claim is made by a socket connection carrying a session-scoped
 //     Event for a session; it ends with the connection, when the
 //     connection sends `closing`, or when session.ended for that (source,

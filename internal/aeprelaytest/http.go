@@ -130,11 +130,8 @@ func (r *Relay) admitBatch(lines [][]byte, ndjson bool) ([]*ingested, int, map[s
 			continue
 		}
 		raw := normalize(line)
-		ev, err := parseEvent(raw)
+		ev, _, err := r.admit(raw, BindingPOST, 0)
 		if err != nil {
-			r.mu.Lock()
-			r.recordViolationLocked(schemaViolation(raw, BindingPOST, 0, err))
-			r.mu.Unlock()
 			return nil, http.StatusBadRequest, map[string]any{"error": "invalid-event", "detail": err.Error(), "line": i}
 		}
 		batch = append(batch, newIngested(raw, ev, BindingPOST, 0))

@@ -41,6 +41,28 @@ func parseEvent(raw []byte) (*aep.Event, error) {
 	return ev, nil
 }
 
+// admit is the gate every binding's Events pass: the schema, the typed
+// decode, then the Refuse policy. A refused Event is named by its id as
+// far as it can be read; one that breaks the schema is also recorded as a
+// violation.
+func (r *Relay) admit(raw []byte, b Binding, conn int) (ev *aep.Event, id string, err error) {
+	ev, err = parseEvent(raw)
+	if err != nil {
+		v := schemaViolation(raw, b, conn, err)
+		r.mu.Lock()
+		r.recordViolationLocked(v)
+		r.mu.Unlock()
+		return nil, v.EventID, err
+	}
+	if r.cfg.Refuse != nil {
+		if err := r.cfg.Refuse(ev); err != nil {
+			r.log.Info("AEP event refused by policy", "binding", b, "conn", conn, "type", ev.Type, "id", ev.ID, "error", err)
+			return nil, ev.ID, err
+		}
+	}
+	return ev, ev.ID, nil
+}
+
 // schemaViolation describes a refused Event from whatever of it can be read.
 func schemaViolation(raw []byte, b Binding, conn int, err error) Violation {
 	var head struct{ ID, Type, Source any }

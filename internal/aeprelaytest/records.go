@@ -115,10 +115,10 @@ type Command struct {
 // ErrorFrame is an AEP `error` frame (AEP-0003 §3.5, §6.5; AEP-0004 §4).
 type ErrorFrame struct {
 	Type string `json:"type"`
-	// ID is the request it answers (subscribe, roster) or, for
-	// invalid-event, the refused Event's id.
+	// ID is the request it answers (subscribe, roster).
 	ID string `json:"id,omitempty"`
-	// Cause is the refused command's id (relay-behalf refusals).
+	// Cause is the refused Event's id: a command refused on the relay's
+	// behalf, or an Event refused as invalid.
 	Cause    string   `json:"cause,omitempty"`
 	Code     string   `json:"code"`
 	Detail   string   `json:"detail,omitempty"`

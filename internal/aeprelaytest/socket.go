@@ -1,6 +1,7 @@
 package aeprelaytest
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -350,6 +351,18 @@ func decodeFrame(kind int, data []byte) (map[string]json.RawMessage, string, err
 	return fields, typ, nil
 }
 
+// isEventFrame tells an Event, most of the traffic, by its type alone,
+// without decoding every member as decodeFrame does; validation reads the
+// rest. Anything else takes decodeFrame.
+func isEventFrame(data []byte) bool {
+	var head struct {
+		Type string `json:"type"`
+	}
+	// The key test keeps decoding's case-insensitive match from taking a
+	// "Type" member for the type.
+	return bytes.Contains(data, []byte(`"type"`)) && json.Unmarshal(data, &head) == nil && strings.Contains(head.Type, ".")
+}
+
 // helloFrame is the part of a hello the relay reads (AEP-0003 §4).
 type helloFrame struct {
 	Versions []string `json:"versions"`
@@ -428,6 +441,10 @@ func (c *wsConn) handle(kind int, data []byte) {
 		c.fail(ErrorFrame{Type: "error", Code: "binary-frame", Detail: "binary frames are reserved in AEP 0.1"}, websocket.CloseUnsupportedData)
 		return
 	}
+	if isEventFrame(data) {
+		c.handleEvent(data)
+		return
+	}
 	fields, typ, err := decodeFrame(kind, data)
 	if err != nil {
 		r.mu.Lock()
@@ -477,21 +494,20 @@ func (c *wsConn) handle(kind int, data []byte) {
 
 func (c *wsConn) send(f *ErrorFrame) { c.out.push(wsFrame{data: f.bytes()}, false) }
 
-// handleEvent ingests an Event frame. An invalid one is refused in-band
-// and the connection stays open (the spec leaves this open).
+// handleEvent ingests an Event frame. An invalid one is refused in-band,
+// as the reference relay does: a connection-scoped error frame whose cause
+// is the Event's id, queued before anything the relay answers to a later
+// frame (the spec leaves this open). The connection stays open.
 func (c *wsConn) handleEvent(data []byte) {
 	raw := normalize(data)
-	ev, err := parseEvent(raw)
-	r := c.r
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	ev, id, err := c.r.admit(raw, BindingSocket, c.id)
 	if err != nil {
-		v := schemaViolation(raw, BindingSocket, c.id, err)
-		r.recordViolationLocked(v)
-		c.send(&ErrorFrame{Type: "error", Code: "invalid-event", ID: v.EventID, Detail: err.Error()})
+		c.send(&ErrorFrame{Type: "error", Code: "invalid-event", Cause: id, Detail: err.Error()})
 		return
 	}
-	r.ingestLocked(newIngested(raw, ev, BindingSocket, c.id), c)
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
+	c.r.ingestLocked(newIngested(raw, ev, BindingSocket, c.id), c)
 }
 
 // subscribe handles a subscribe frame (AEP-0003 §6.5): the reply, then

@@ -2,6 +2,7 @@ package aeprelaytest
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -9,6 +10,8 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 )
 
 func TestSocketHello(t *testing.T) {
@@ -140,7 +143,7 @@ func TestSocketInvalidEventRefusedInBand(t *testing.T) {
 	reply := c.readJSON()
 	assert.Equal(t, "error", reply["type"])
 	assert.Equal(t, "invalid-event", reply["code"])
-	assert.Equal(t, "bad-1", reply["id"])
+	assert.Equal(t, "bad-1", reply["cause"], "the refused Event is named by cause, as the reference relay does")
 	assert.NotEmpty(t, reply["detail"])
 	v := r.Violations()
 	require.Len(t, v, 1)
@@ -151,6 +154,45 @@ func TestSocketInvalidEventRefusedInBand(t *testing.T) {
 	assert.JSONEq(t, `{"type":"pong","t":7}`, string(c.read()), "the connection survives")
 	c.send(`[1,2]`)
 	assert.Equal(t, "invalid-frame", c.readJSON()["code"])
+}
+
+// TestRefusePolicy plays a relay stricter than the schema: the Event it
+// refuses is named by cause on the socket, before the pong of the ping
+// that follows it, and by line on POST; nothing of it is ingested and no
+// violation is recorded.
+func TestRefusePolicy(t *testing.T) {
+	policy := func(ev *aep.Event) error {
+		if ev.Seq != nil && *ev.Seq == 1 {
+			return errors.New("seq 1 is not welcome here")
+		}
+		return nil
+	}
+	t.Run("socket", func(t *testing.T) {
+		r := Start(t, Config{Refuse: policy})
+		c := dial(t, r)
+		c.greet(emitterHello("alpha"))
+		c.send(event("progress.status", "s1", 0, 0))
+		c.send(event("progress.status", "s1", 0, 1))
+		c.send(event("progress.status", "s1", 0, 2))
+		c.send(`{"type":"ping","t":1}`)
+		reply := c.readJSON()
+		assert.Equal(t, "error", reply["type"])
+		assert.Equal(t, "invalid-event", reply["code"])
+		assert.Equal(t, "ev-s1-0-1-progress.status", reply["cause"])
+		assert.Equal(t, "seq 1 is not welcome here", reply["detail"])
+		assert.JSONEq(t, `{"type":"pong","t":1}`, string(c.read()))
+		assert.Equal(t, 2, r.Received())
+		assert.Empty(t, r.Violations())
+	})
+	t.Run("post", func(t *testing.T) {
+		r := Start(t, Config{Refuse: policy})
+		body := event("progress.status", "s1", 0, 0) + "\n" + event("progress.status", "s1", 0, 1) + "\n"
+		status, answer := post(t, r, "application/x-ndjson", body, nil)
+		require.Equal(t, http.StatusBadRequest, status)
+		assert.Equal(t, map[string]any{"error": "invalid-event", "detail": "seq 1 is not welcome here", "line": float64(1)}, answer)
+		assert.Zero(t, r.Received(), "the whole batch is refused")
+		assert.Empty(t, r.Violations())
+	})
 }
 
 func TestSocketEventsAreDedupedAndForwardedAsReceived(t *testing.T) {

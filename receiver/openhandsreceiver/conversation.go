@@ -448,7 +448,8 @@ func (c *conversation) catchUp(ctx context.Context, ev *storedEvent) {
 	if ev.raw != nil {
 		w.tel.restCatchUp(ctx, "mapped")
 		w.rl.Warn("oversize:"+c.id, "the session socket failed on an oversize frame; reading stored events over REST", fields...)
-		c.handleDurable(ctx, seq, ev.raw)
+		event, err := mapping.DecodeEvent(ev.raw)
+		c.handleDurable(ctx, seq, event, c.decoded(ctx, event, err))
 		return
 	}
 	w.tel.restCatchUp(ctx, "degraded")
@@ -517,16 +518,17 @@ func (c *conversation) takeConnectSnapshot() bool {
 // sessionFrame is one /sockets/session envelope; unknown types and fields
 // are ignored, as the protocol asks of clients.
 type sessionFrame struct {
-	Type    string          `json:"type"`
-	Seq     *int64          `json:"seq"`
-	Event   json.RawMessage `json:"event"`
-	ItemID  string          `json:"item_id"`
-	Attempt int             `json:"attempt"`
-	Order   int             `json:"order"`
-	Kind    string          `json:"kind"`
-	Content string          `json:"content"`
-	Code    string          `json:"code"`
-	Detail  string          `json:"detail"`
+	Type string `json:"type"`
+	Seq  *int64 `json:"seq"`
+	// Event is decoded with the envelope, as aep.DecodeValue would.
+	Event   any    `json:"event"`
+	ItemID  string `json:"item_id"`
+	Attempt int    `json:"attempt"`
+	Order   int    `json:"order"`
+	Kind    string `json:"kind"`
+	Content string `json:"content"`
+	Code    string `json:"code"`
+	Detail  string `json:"detail"`
 }
 
 // handleSessionFrame processes one /sockets/session envelope: durable
@@ -535,7 +537,7 @@ type sessionFrame struct {
 func (c *conversation) handleSessionFrame(ctx context.Context, raw []byte) {
 	w := c.watch
 	var f sessionFrame
-	if err := json.Unmarshal(raw, &f); err != nil {
+	if err := aep.DecodeInto(raw, &f); err != nil {
 		w.tel.decodeError(ctx, "frame")
 		w.rl.Error("decode:"+c.id, "skipping a session-socket frame that cannot be decoded",
 			zap.String("conversation", c.id), zap.Error(err))
@@ -543,21 +545,24 @@ func (c *conversation) handleSessionFrame(ctx context.Context, raw []byte) {
 	}
 	switch f.Type {
 	case "durable":
-		if f.Seq == nil || len(f.Event) == 0 {
+		if f.Seq == nil || f.Event == nil {
 			w.tel.decodeError(ctx, "frame")
 			w.rl.Error("decode:"+c.id, "skipping a durable frame without seq or event", zap.String("conversation", c.id))
 			return
 		}
-		c.handleDurable(ctx, *f.Seq, f.Event)
+		ev, err := mapping.EventOf(f.Event)
+		c.handleDurable(ctx, *f.Seq, ev, c.decoded(ctx, ev, err))
 	case "transient":
-		if ev, ok := c.decode(ctx, f.Event); ok {
+		if ev, err := mapping.EventOf(f.Event); c.decoded(ctx, ev, err) {
 			c.process(ctx, ev, transientFrame, c.takeConnectSnapshot())
 		}
 	case "delta":
 		if f.Kind != "" && f.Kind != "text" {
 			return // reasoning never rides: no schema field may hold it
 		}
-		c.handleEvent(ctx, streamingDelta(f), false, false)
+		if ev, err := mapping.EventOf(streamingDelta(f)); c.decoded(ctx, ev, err) {
+			c.process(ctx, ev, transientFrame, false)
+		}
 	case "error":
 		w.rl.Warn("server-error:"+c.id, "the agent server reported a socket error",
 			zap.String("conversation", c.id), zap.String("code", f.Code), zap.String("detail", f.Detail))
@@ -568,21 +573,19 @@ func (c *conversation) handleSessionFrame(ctx context.Context, raw []byte) {
 // StreamingDeltaEvent the legacy socket would have carried, so one mapping
 // (and one streaming redactor) serves both. Its id is unique per (item,
 // attempt, order); the durable event retiring the item ends the stream.
-func streamingDelta(f sessionFrame) []byte {
-	raw, _ := json.Marshal(map[string]any{
+func streamingDelta(f sessionFrame) map[string]any {
+	return map[string]any{
 		"kind":    "StreamingDeltaEvent",
 		"id":      fmt.Sprintf("%s/%d/%d", f.ItemID, max(f.Attempt, 1), f.Order),
 		"source":  "agent",
 		"content": f.Content,
-	})
-	return raw
+	}
 }
 
-// handleDurable processes one stored event of the session socket at seq.
-// The seq cursor alone orders and dedupes stored events: a seq at or below
-// it is a redelivery.
-func (c *conversation) handleDurable(ctx context.Context, seq int64, raw []byte) {
-	ev, ok := c.decode(ctx, raw)
+// handleDurable processes one stored event of the session socket at seq,
+// decoded (ok) or not. The seq cursor alone orders and dedupes stored
+// events: a seq at or below it is a redelivery.
+func (c *conversation) handleDurable(ctx context.Context, seq int64, ev mapping.Event, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if seq <= c.durableSeq {
@@ -601,22 +604,23 @@ func (c *conversation) handleEvent(ctx context.Context, raw []byte, persisted, c
 	if persisted {
 		how = legacyHistory
 	}
-	if ev, ok := c.decode(ctx, raw); ok {
+	if ev, err := mapping.DecodeEvent(raw); c.decoded(ctx, ev, err) {
 		c.process(ctx, ev, how, connectSnapshot)
 	}
 }
 
-func (c *conversation) decode(ctx context.Context, raw []byte) (mapping.Event, bool) {
+// decoded counts a decoded event, or skips one that failed to decode,
+// visibly, and reports which.
+func (c *conversation) decoded(ctx context.Context, ev mapping.Event, err error) bool {
 	w := c.watch
-	ev, err := mapping.DecodeEvent(raw)
 	if err != nil {
 		w.tel.decodeError(ctx, "event")
 		w.rl.Error("decode:"+c.id, "skipping an agent-server event that cannot be decoded",
 			zap.String("conversation", c.id), zap.Error(err))
-		return ev, false
+		return false
 	}
 	w.tel.vendorEvent(ctx, ev.Kind())
-	return ev, true
+	return true
 }
 
 // delivery is how an event reached the receiver, which decides whether it

@@ -7,7 +7,8 @@
 // Usage:
 //
 //	aeprelay [-addr 127.0.0.1:8787] [-token T] [-buffer 10000] [-max-sessions 500]
-//	         [-max-body 16777216] [-max-batch 10000] [-max-from N] [-ping 0s] [-log-level info]
+//	         [-max-body 16777216] [-max-batch 10000] [-max-from N] [-max-queued 4096]
+//	         [-max-records 100000] [-ping 0s] [-log-level info] [-cpuprofile FILE]
 //
 // The token defaults to $AEP_TOKEN; without one the relay is watch-only
 // and refuses every command `unauthorized`.
@@ -22,6 +23,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -50,8 +52,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	maxBody := fs.Int64("max-body", 16<<20, "largest POST body or socket frame, in bytes")
 	maxBatch := fs.Int("max-batch", 10000, "most Events in one NDJSON POST")
 	maxFrom := fs.Int("max-from", 0, "most resume positions per subscription (0: max-sessions)")
+	maxQueued := fs.Int("max-queued", 4096, "live frames a slow consumer may have waiting before it is dropped")
+	maxRecords := fs.Int("max-records", 100000, "entries each test record list keeps")
 	ping := fs.Duration("ping", 0, "ping every socket at this interval (0: never)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -63,9 +68,21 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("-log-level: %w", err)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("-cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("-cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	relay, err := aeprelaytest.New(aeprelaytest.Config{
 		Addr: *addr, Token: *token, BufferPerSession: *buffer, MaxSessions: *maxSessions,
-		MaxBody: *maxBody, MaxBatch: *maxBatch, MaxFrom: *maxFrom, PingInterval: *ping,
+		MaxBody: *maxBody, MaxBatch: *maxBatch, MaxFrom: *maxFrom, MaxQueued: *maxQueued,
+		MaxRecords: *maxRecords, PingInterval: *ping,
 		DrainTimeout: 5 * time.Second, Logger: logger,
 	})
 	if err != nil {

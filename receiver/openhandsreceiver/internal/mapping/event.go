@@ -42,6 +42,13 @@ func DecodeEvent(raw []byte) (Event, error) {
 	if err != nil {
 		return Event{}, fmt.Errorf("%w: decode frame: %w", ErrInvalidEvent, err)
 	}
+	return EventOf(v)
+}
+
+// EventOf is DecodeEvent for a frame already decoded as aep.DecodeValue
+// decodes it (numbers as json.Number): a socket envelope decoded whole
+// hands its event over without a second pass over the bytes.
+func EventOf(v any) (Event, error) {
 	fields, ok := v.(map[string]any)
 	if !ok {
 		return Event{}, fmt.Errorf("%w: frame is not a JSON object", ErrInvalidEvent)

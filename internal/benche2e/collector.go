@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ourConfig is the collector under test: the openhands receiver, batch and
+// the aeprelay exporter, with the pprof extension that the harness reads
+// heap figures (and, on request, CPU profiles) from. storageDir, when set,
+// puts the exporter queue on file_storage, as a production deployment
+// would.
+func ourConfig(stubURL, key, relayURL, token, pprofAddr, metricsAddr string, batchTimeout time.Duration, storageDir string) string {
+	host, port, _ := strings.Cut(metricsAddr, ":")
+	storageExt, queue, extensions := "", "", "pprof"
+	if storageDir != "" {
+		storageExt = fmt.Sprintf("  file_storage:\n    directory: %s\n", storageDir)
+		queue = "    sending_queue:\n      storage: file_storage\n"
+		extensions += ", file_storage"
+	}
+	return fmt.Sprintf(`extensions:
+  pprof:
+    endpoint: %s
+%sreceivers:
+  openhands:
+    servers:
+      - endpoint: %s
+        session_api_key: %s
+        name: stub
+    poll_interval: 1s
+processors:
+  batch:
+    timeout: %s
+exporters:
+  aeprelay:
+    endpoint: %s
+    token: %s
+%sservice:
+  extensions: [%s]
+  telemetry:
+    logs:
+      level: warn
+    metrics:
+      level: normal
+      readers:
+        - pull:
+            exporter:
+              prometheus:
+                host: %s
+                port: %s
+  pipelines:
+    logs:
+      receivers: [openhands]
+      processors: [batch]
+      exporters: [aeprelay]
+`, pprofAddr, storageExt, stubURL, key, batchTimeout, relayURL, token, queue, extensions, host, port)
+}
+
+// plainConfig is the baseline: otlp → batch → otlp_http with defaults.
+func plainConfig(receiverAddr, sinkURL string, batchTimeout time.Duration) string {
+	return fmt.Sprintf(`receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: %s
+processors:
+  batch:
+    timeout: %s
+exporters:
+  otlp_http:
+    endpoint: %s
+service:
+  telemetry:
+    logs:
+      level: warn
+    metrics:
+      level: none
+  pipelines:
+    logs:
+      receivers: [otlp]
+      processors: [batch]
+      exporters: [otlp_http]
+`, receiverAddr, batchTimeout, sinkURL)
+}
+
+func startCollector(name, dir, bin, config string) (*proc, error) {
+	path := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		return nil, err
+	}
+	return startProc(name, dir, []string{bin, "--config=" + path})
+}
+
+// freeAddr is a loopback address nothing listens on right now.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// awaitListening waits until addr accepts connections or p exits.
+func awaitListening(ctx context.Context, p *proc, addr string) error {
+	for {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		select {
+		case <-p.exited:
+			return fmt.Errorf("%s exited while starting (see %s)", p.name, p.stderr.Name())
+		case <-ctx.Done():
+			return fmt.Errorf("%s not listening on %s: %w", p.name, addr, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// heapStats reads the collector's Go heap through the pprof extension,
+// after a forced collection: what is live, not what awaits the collector.
+func heapStats(ctx context.Context, pprofAddr string) (alloc, inuse uint64, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+pprofAddr+"/debug/pprof/heap?debug=1&gc=1", nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read the collector's heap: %w", err)
+	}
+	defer resp.Body.Close()
+	scanner := bufio.NewScanner(resp.Body)
+	scanner.Buffer(nil, 16<<20)
+	for scanner.Scan() {
+		line := scanner.Text()
+		if v, ok := strings.CutPrefix(line, "# HeapAlloc = "); ok {
+			alloc, _ = strconv.ParseUint(v, 10, 64)
+		}
+		if v, ok := strings.CutPrefix(line, "# HeapInuse = "); ok {
+			inuse, _ = strconv.ParseUint(v, 10, 64)
+		}
+	}
+	if alloc == 0 {
+		return 0, 0, fmt.Errorf("no HeapAlloc in the heap profile (%v)", scanner.Err())
+	}
+	return alloc, inuse, nil
+}
+
+// confirmWait reads the exporter's confirm latency histogram: the count of
+// confirmed batches and the sum of their waits in seconds.
+func confirmWait(ctx context.Context, metricsAddr string) (count, sum float64, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+metricsAddr+"/metrics", nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read the collector's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	scanner := bufio.NewScanner(resp.Body)
+	scanner.Buffer(nil, 16<<20)
+	for scanner.Scan() {
+		name, value, ok := strings.Cut(scanner.Text(), " ")
+		if !ok || !strings.HasPrefix(name, "otelcol_aeprelay_confirm_latency") {
+			continue
+		}
+		v, _ := strconv.ParseFloat(value, 64)
+		base, _, _ := strings.Cut(name, "{")
+		switch {
+		case strings.HasSuffix(base, "_count"):
+			count += v
+		case strings.HasSuffix(base, "_sum"):
+			sum += v
+		}
+	}
+	return count, sum, scanner.Err()
+}
+
+// saveCPUProfile writes a CPU profile of the collector over d to path.
+func saveCPUProfile(ctx context.Context, pprofAddr string, d time.Duration, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
+	defer cancel()
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr, int(d.Seconds()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = bufio.NewReader(resp.Body).WriteTo(f)
+	return err
+}
