@@ -28,15 +28,11 @@ type controlDemo struct {
 }
 
 func runControl(ctx context.Context, collectorBin, config string) (err error) {
-	agents, err := oh.NewServer(oh.Config{SessionAPIKeys: []string{sessionKey}})
+	agents, relay, err := startFixtures()
 	if err != nil {
 		return err
 	}
 	defer agents.Close()
-	relay, err := aeprelaytest.New(aeprelaytest.Config{Token: relayToken})
-	if err != nil {
-		return err
-	}
 	defer relay.Close()
 	conv, err := agents.CreateConversation(oh.ConversationOptions{Title: "Clean up the build"})
 	if err != nil {

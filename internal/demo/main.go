@@ -65,15 +65,11 @@ func main() {
 }
 
 func run(ctx context.Context, collectorBin, config string) (err error) {
-	agents, err := oh.NewServer(oh.Config{SessionAPIKeys: []string{sessionKey}})
+	agents, relay, err := startFixtures()
 	if err != nil {
 		return err
 	}
 	defer agents.Close()
-	relay, err := aeprelaytest.New(aeprelaytest.Config{Token: relayToken})
-	if err != nil {
-		return err
-	}
 	defer relay.Close()
 	traces, err := telemetrysink.StartTraces()
 	if err != nil {
@@ -320,4 +316,19 @@ func (p *collectorProcess) stop() {
 		_ = p.cmd.Process.Kill()
 		<-p.exited
 	}
+}
+
+// startFixtures starts the simulated agent server and the local relay that
+// every scenario plays between.
+func startFixtures() (*oh.Server, *aeprelaytest.Relay, error) {
+	agents, err := oh.NewServer(oh.Config{SessionAPIKeys: []string{sessionKey}})
+	if err != nil {
+		return nil, nil, err
+	}
+	relay, err := aeprelaytest.New(aeprelaytest.Config{Token: relayToken})
+	if err != nil {
+		agents.Close()
+		return nil, nil, err
+	}
+	return agents, relay, nil
 }
