@@ -795,9 +795,5 @@ func (c *conversation) writeAheadLocked(ctx context.Context, logs plog.Logs) err
 func (c *conversation) idleExpired(d time.Duration) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch c.mapper.Status() {
-	case mapping.StatusIdle, mapping.StatusFinished, mapping.StatusError, mapping.StatusStuck:
-		return time.Since(c.lastSeen) >= d
-	}
-	return false
+	return mapping.ClosesRuns(c.mapper.Status()) && time.Since(c.lastSeen) >= d
 }

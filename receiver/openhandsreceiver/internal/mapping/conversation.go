@@ -194,7 +194,7 @@ func (c *Conversation) applyStatus(e *emission, o origin, next string, emitState
 	// idle after a rejected confirmation, paused → idle, a future status →
 	// finished) would never get a terminal: close it as running → idle
 	// closes, after the attention the table resolved.
-	if c.run != "" && closesRuns(next) {
+	if c.run != "" && ClosesRuns(next) {
 		c.apply(e, o, Moment{Type: typeRunFinished, Data: map[string]any{"reason": StatusIdle}})
 	}
 	c.status = &next

@@ -12,9 +12,9 @@ const (
 	StatusDeleting = "deleting"
 )
 
-// closesRuns reports whether status s has no run under way: idle, finished,
+// ClosesRuns reports whether status s has no run under way: idle, finished,
 // error and stuck (the table's "closed" statuses, with no status yet).
-func closesRuns(s string) bool {
+func ClosesRuns(s string) bool {
 	return s == StatusIdle || s == StatusFinished || s == StatusError || s == StatusStuck
 }
 
@@ -90,7 +90,7 @@ func StatusMoments(prev *string, next string) []Moment {
 		}
 		out = append(out, Moment{Type: typeAttentionResolved, Data: map[string]any{"resolution": resolution}})
 	}
-	closed := prev == nil || closesRuns(from)
+	closed := prev == nil || ClosesRuns(from)
 	open := from == StatusRunning || from == StatusPaused || from == StatusWaiting
 	switch next {
 	case StatusRunning:
