@@ -21,10 +21,10 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrytest"
 )
 
 var update = flag.Bool("update", false, "rewrite the pinned testdata/*.txt renderings")
@@ -94,24 +94,7 @@ func (h *harness) allSpans() []ptrace.Span {
 }
 
 func (h *harness) counter(t *testing.T, name string, attrs ...attribute.KeyValue) int64 {
-	t.Helper()
-	m, err := h.tel.GetMetric(name)
-	if err != nil {
-		return 0
-	}
-	var total int64
-	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-		match := true
-		for _, kv := range attrs {
-			if v, ok := dp.Attributes.Value(kv.Key); !ok || v != kv.Value {
-				match = false
-			}
-		}
-		if match {
-			total += dp.Value
-		}
-	}
-	return total
+	return telemetrytest.Counter(t, h.tel, name, attrs...)
 }
 
 // renderSpans draws the span forest as text: each trace's root first, its

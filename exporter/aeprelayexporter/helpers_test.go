@@ -25,6 +25,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrytest"
 )
 
 // testTimeout bounds every wait in these tests.
@@ -173,20 +174,7 @@ func (h *harness) consume(t *testing.T, ld plog.Logs) error {
 
 // counter sums a counter's data points whose attributes include attrs.
 func (h *harness) counter(t *testing.T, name string, attrs ...attribute.KeyValue) int64 {
-	t.Helper()
-	m, err := h.tel.GetMetric(name)
-	if err != nil {
-		return 0 // not recorded yet
-	}
-	sum, ok := m.Data.(metricdata.Sum[int64])
-	require.True(t, ok, "%s is not an int64 sum", name)
-	var total int64
-	for _, dp := range sum.DataPoints {
-		if hasAttributes(dp.Attributes, attrs) {
-			total += dp.Value
-		}
-	}
-	return total
+	return telemetrytest.Counter(t, h.tel, name, attrs...)
 }
 
 func (h *harness) histogramCount(t *testing.T, name string) uint64 {
@@ -200,15 +188,6 @@ func (h *harness) histogramCount(t *testing.T, name string) uint64 {
 		n += dp.Count
 	}
 	return n
-}
-
-func hasAttributes(set attribute.Set, attrs []attribute.KeyValue) bool {
-	for _, kv := range attrs {
-		if v, ok := set.Value(kv.Key); !ok || v != kv.Value {
-			return false
-		}
-	}
-	return true
 }
 
 // logged returns the log entries with message msg.

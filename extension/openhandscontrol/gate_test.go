@@ -21,6 +21,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/exporter/aeprelayexporter"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrytest"
 )
 
 const waitFor = 10 * time.Second
@@ -162,26 +163,7 @@ func (h *gateHarness) await(t *testing.T, typ, cause string) *aep.Event {
 }
 
 func (h *gateHarness) counter(t *testing.T, name string, attrs ...attribute.KeyValue) int64 {
-	t.Helper()
-	m, err := h.tel.GetMetric(name)
-	if err != nil {
-		return 0
-	}
-	sum, ok := m.Data.(metricdata.Sum[int64])
-	require.True(t, ok)
-	var total int64
-	for _, dp := range sum.DataPoints {
-		match := true
-		for _, kv := range attrs {
-			if v, ok := dp.Attributes.Value(kv.Key); !ok || v != kv.Value {
-				match = false
-			}
-		}
-		if match {
-			total += dp.Value
-		}
-	}
-	return total
+	return telemetrytest.Counter(t, h.tel, name, attrs...)
 }
 
 // writesAnswered counts the REST writes whose answer (or failure) the gate
