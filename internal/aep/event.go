@@ -410,31 +410,6 @@ func (e *Event) stringAttribute(name string) *string {
 	return nil
 }
 
-// DecodeValue decodes any JSON value with numbers kept as json.Number.
-func DecodeValue(raw []byte) (any, error) { return decodeValue(raw) }
-
-func decodeValue(raw []byte) (any, error) {
-	var v any
-	if err := DecodeInto(raw, &v); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
-// DecodeInto decodes one JSON value into dst as DecodeValue does: numbers
-// held in interface values stay json.Number, and trailing data is refused.
-func DecodeInto(raw []byte, dst any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(dst); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("trailing data after JSON value")
-	}
-	return nil
-}
-
 func jsonKind(v any) string {
 	switch v.(type) {
 	case nil:

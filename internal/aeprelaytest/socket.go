@@ -355,12 +355,16 @@ func decodeFrame(kind int, data []byte) (map[string]json.RawMessage, string, err
 // without decoding every member as decodeFrame does; validation reads the
 // rest. Anything else takes decodeFrame.
 func isEventFrame(data []byte) bool {
-	var head struct {
-		Type string `json:"type"`
+	if !bytes.Contains(data, []byte(`"type"`)) {
+		return false
 	}
-	// The key test keeps decoding's case-insensitive match from taking a
-	// "Type" member for the type.
-	return bytes.Contains(data, []byte(`"type"`)) && json.Unmarshal(data, &head) == nil && strings.Contains(head.Type, ".")
+	v, err := aep.DecodeValue(data)
+	if err != nil {
+		return false
+	}
+	fields, _ := v.(map[string]any)
+	typ, _ := fields["type"].(string)
+	return strings.Contains(typ, ".")
 }
 
 // helloFrame is the part of a hello the relay reads (AEP-0003 §4).

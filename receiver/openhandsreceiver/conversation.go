@@ -515,29 +515,13 @@ func (c *conversation) takeConnectSnapshot() bool {
 	return true
 }
 
-// sessionFrame is one /sockets/session envelope; unknown types and fields
-// are ignored, as the protocol asks of clients.
-type sessionFrame struct {
-	Type string `json:"type"`
-	Seq  *int64 `json:"seq"`
-	// Event is decoded with the envelope, as aep.DecodeValue would.
-	Event   any    `json:"event"`
-	ItemID  string `json:"item_id"`
-	Attempt int    `json:"attempt"`
-	Order   int    `json:"order"`
-	Kind    string `json:"kind"`
-	Content string `json:"content"`
-	Code    string `json:"code"`
-	Detail  string `json:"detail"`
-}
-
 // handleSessionFrame processes one /sockets/session envelope: durable
 // events advance the seq cursor a reconnect resumes from (after_seq),
 // transient ones do not; text deltas feed the streaming-delta mapping.
 func (c *conversation) handleSessionFrame(ctx context.Context, raw []byte) {
 	w := c.watch
-	var f sessionFrame
-	if err := aep.DecodeInto(raw, &f); err != nil {
+	f, err := decodeSessionFrame(raw)
+	if err != nil {
 		w.tel.decodeError(ctx, "frame")
 		w.rl.Error("decode:"+c.id, "skipping a session-socket frame that cannot be decoded",
 			zap.String("conversation", c.id), zap.Error(err))

@@ -1,0 +1,346 @@
+package aep
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// maxDecodeDepth is encoding/json's nesting limit, kept so that both
+// refuse the same documents.
+const maxDecodeDepth = 10000
+
+// DecodeValue decodes one JSON value (RFC 8259) into the values
+// encoding/json gives an interface with UseNumber: map[string]any, []any,
+// json.Number, string, bool and nil. Trailing data is refused. It reaches
+// encoding/json's result for every document (a later duplicate member
+// wins, invalid UTF-8 and lone surrogates read as U+FFFD) without its
+// reflection: every frame the receiver reads and every event a relay
+// takes passes here, so this is the hot path of both.
+func DecodeValue(raw []byte) (any, error) {
+	d := decoder{data: raw}
+	d.skipSpace()
+	v, err := d.value(0)
+	if err != nil {
+		return nil, err
+	}
+	if d.skipSpace(); d.pos < len(d.data) {
+		return nil, d.errorf("trailing data after JSON value")
+	}
+	return v, nil
+}
+
+func decodeValue(raw []byte) (any, error) { return DecodeValue(raw) }
+
+// decoder is one pass over a document; pos is the next byte to read.
+type decoder struct {
+	data []byte
+	pos  int
+	// buf is reused by every string that needs unescaping.
+	buf []byte
+}
+
+var errUnexpectedEnd = errors.New("unexpected end of JSON input")
+
+func (d *decoder) errorf(format string, args ...any) error {
+	return fmt.Errorf("json: offset %d: %s", d.pos, fmt.Sprintf(format, args...))
+}
+
+func (d *decoder) unexpected() error {
+	if d.pos >= len(d.data) {
+		return errUnexpectedEnd
+	}
+	return d.errorf("invalid character %q", d.data[d.pos])
+}
+
+func (d *decoder) skipSpace() {
+	for d.pos < len(d.data) {
+		switch d.data[d.pos] {
+		case ' ', '\t', '\n', '\r':
+			d.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (d *decoder) value(depth int) (any, error) {
+	if d.pos >= len(d.data) {
+		return nil, errUnexpectedEnd
+	}
+	switch c := d.data[d.pos]; {
+	case c == '{':
+		return d.object(depth + 1)
+	case c == '[':
+		return d.array(depth + 1)
+	case c == '"':
+		return d.string()
+	case c == '-' || c >= '0' && c <= '9':
+		return d.number()
+	case c == 't':
+		return true, d.literal("true")
+	case c == 'f':
+		return false, d.literal("false")
+	case c == 'n':
+		return nil, d.literal("null")
+	default:
+		return nil, d.unexpected()
+	}
+}
+
+func (d *decoder) literal(word string) error {
+	for i := range len(word) {
+		if d.pos >= len(d.data) || d.data[d.pos] != word[i] {
+			return d.unexpected()
+		}
+		d.pos++
+	}
+	return nil
+}
+
+func (d *decoder) object(depth int) (any, error) {
+	if depth > maxDecodeDepth {
+		return nil, d.errorf("exceeded max depth")
+	}
+	d.pos++ // {
+	obj := make(map[string]any)
+	d.skipSpace()
+	if d.pos < len(d.data) && d.data[d.pos] == '}' {
+		d.pos++
+		return obj, nil
+	}
+	for {
+		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+			return nil, d.unexpected()
+		}
+		key, err := d.string()
+		if err != nil {
+			return nil, err
+		}
+		d.skipSpace()
+		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+			return nil, d.unexpected()
+		}
+		d.pos++
+		d.skipSpace()
+		v, err := d.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		obj[key] = v
+		d.skipSpace()
+		if d.pos >= len(d.data) {
+			return nil, errUnexpectedEnd
+		}
+		switch d.data[d.pos] {
+		case ',':
+			d.pos++
+			d.skipSpace()
+		case '}':
+			d.pos++
+			return obj, nil
+		default:
+			return nil, d.unexpected()
+		}
+	}
+}
+
+func (d *decoder) array(depth int) (any, error) {
+	if depth > maxDecodeDepth {
+		return nil, d.errorf("exceeded max depth")
+	}
+	d.pos++ // [
+	arr := []any{}
+	d.skipSpace()
+	if d.pos < len(d.data) && d.data[d.pos] == ']' {
+		d.pos++
+		return arr, nil
+	}
+	for {
+		v, err := d.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		arr = append(arr, v)
+		d.skipSpace()
+		if d.pos >= len(d.data) {
+			return nil, errUnexpectedEnd
+		}
+		switch d.data[d.pos] {
+		case ',':
+			d.pos++
+			d.skipSpace()
+		case ']':
+			d.pos++
+			return arr, nil
+		default:
+			return nil, d.unexpected()
+		}
+	}
+}
+
+// number reads -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? verbatim.
+func (d *decoder) number() (any, error) {
+	start := d.pos
+	if d.data[d.pos] == '-' {
+		d.pos++
+	}
+	switch {
+	case d.pos < len(d.data) && d.data[d.pos] == '0':
+		d.pos++
+	case d.digits() == 0:
+		return nil, d.unexpected()
+	}
+	if d.pos < len(d.data) && d.data[d.pos] == '.' {
+		d.pos++
+		if d.digits() == 0 {
+			return nil, d.unexpected()
+		}
+	}
+	if d.pos < len(d.data) && (d.data[d.pos] == 'e' || d.data[d.pos] == 'E') {
+		d.pos++
+		if d.pos < len(d.data) && (d.data[d.pos] == '+' || d.data[d.pos] == '-') {
+			d.pos++
+		}
+		if d.digits() == 0 {
+			return nil, d.unexpected()
+		}
+	}
+	return json.Number(d.data[start:d.pos]), nil
+}
+
+func (d *decoder) digits() int {
+	start := d.pos
+	for d.pos < len(d.data) && d.data[d.pos] >= '0' && d.data[d.pos] <= '9' {
+		d.pos++
+	}
+	return d.pos - start
+}
+
+// string reads a string at its opening quote. One with no escape and
+// valid UTF-8 is copied once; any other is rebuilt in buf.
+func (d *decoder) string() (string, error) {
+	d.pos++ // "
+	start := d.pos
+	for d.pos < len(d.data) {
+		c := d.data[d.pos]
+		switch {
+		case c == '"':
+			s := d.data[start:d.pos]
+			d.pos++
+			return string(s), nil
+		case c == '\\' || c >= utf8.RuneSelf:
+			return d.slowString(start)
+		case c < 0x20:
+			return "", d.errorf("invalid character %q in string literal", c)
+		}
+		d.pos++
+	}
+	return "", errUnexpectedEnd
+}
+
+// slowString finishes a string from d.pos, its text from start on.
+func (d *decoder) slowString(start int) (string, error) {
+	b := append(d.buf[:0], d.data[start:d.pos]...)
+	defer func() { d.buf = b[:0] }()
+	for d.pos < len(d.data) {
+		c := d.data[d.pos]
+		switch {
+		case c == '"':
+			d.pos++
+			return string(b), nil
+		case c == '\\':
+			var err error
+			if b, err = d.escape(b); err != nil {
+				return "", err
+			}
+		case c < 0x20:
+			return "", d.errorf("invalid character %q in string literal", c)
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			d.pos++
+		default:
+			r, size := utf8.DecodeRune(d.data[d.pos:])
+			if r == utf8.RuneError && size == 1 {
+				b = utf8.AppendRune(b, utf8.RuneError)
+			} else {
+				b = append(b, d.data[d.pos:d.pos+size]...)
+			}
+			d.pos += size
+		}
+	}
+	return "", errUnexpectedEnd
+}
+
+// escape appends the character of the escape at d.pos.
+func (d *decoder) escape(b []byte) ([]byte, error) {
+	if d.pos+1 >= len(d.data) {
+		return b, errUnexpectedEnd
+	}
+	c := d.data[d.pos+1]
+	d.pos += 2
+	switch c {
+	case '"', '\\', '/':
+		return append(b, c), nil
+	case 'b':
+		return append(b, '\b'), nil
+	case 'f':
+		return append(b, '\f'), nil
+	case 'n':
+		return append(b, '\n'), nil
+	case 'r':
+		return append(b, '\r'), nil
+	case 't':
+		return append(b, '\t'), nil
+	case 'u':
+		r, err := d.hex4()
+		if err != nil {
+			return b, err
+		}
+		if utf16.IsSurrogate(r) {
+			// A high surrogate pairs with a low one right after it; a
+			// lone one reads as U+FFFD and what follows stands alone.
+			if d.pos+1 < len(d.data) && d.data[d.pos] == '\\' && d.data[d.pos+1] == 'u' {
+				save := d.pos
+				d.pos += 2
+				low, err := d.hex4()
+				if err == nil {
+					if pair := utf16.DecodeRune(r, low); pair != utf8.RuneError {
+						return utf8.AppendRune(b, pair), nil
+					}
+				}
+				d.pos = save
+			}
+			r = utf8.RuneError
+		}
+		return utf8.AppendRune(b, r), nil
+	default:
+		d.pos--
+		return b, d.errorf("invalid escape %q in string literal", c)
+	}
+}
+
+func (d *decoder) hex4() (rune, error) {
+	var r rune
+	for range 4 {
+		if d.pos >= len(d.data) {
+			return 0, errUnexpectedEnd
+		}
+		c := d.data[d.pos]
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, d.errorf("invalid character %q in \\u escape", c)
+		}
+		r = r<<4 | rune(c)
+		d.pos++
+	}
+	return r, nil
+}
