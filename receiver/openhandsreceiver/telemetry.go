@@ -3,6 +3,7 @@ package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openha
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -26,11 +27,44 @@ type telemetry struct {
 	batchesResent   metric.Int64Counter
 	restCatchUps    metric.Int64Counter
 	overflowed      metric.Int64Gauge
+	// kinds and types are the per-event attributes, built once per value.
+	kinds, types attributeOptions
+}
+
+// attributeOptions holds the measurement option of each value of one
+// attribute: an event counted by kind or type would otherwise build, sort
+// and hash an attribute set per event. Past maxCachedValues (a server
+// inventing kinds) options are built per call instead.
+type attributeOptions struct {
+	key    string
+	mu     sync.RWMutex
+	byName map[string]metric.MeasurementOption
+}
+
+const maxCachedValues = 256
+
+func (a *attributeOptions) of(value string) metric.MeasurementOption {
+	a.mu.RLock()
+	opt, ok := a.byName[value]
+	a.mu.RUnlock()
+	if ok {
+		return opt
+	}
+	opt = metric.WithAttributeSet(attribute.NewSet(attribute.String(a.key, value)))
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.byName == nil {
+		a.byName = make(map[string]metric.MeasurementOption)
+	}
+	if len(a.byName) < maxCachedValues {
+		a.byName[value] = opt
+	}
+	return opt
 }
 
 func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	m := set.MeterProvider.Meter(scopeName)
-	var t telemetry
+	t := telemetry{kinds: attributeOptions{key: "kind"}, types: attributeOptions{key: "type"}}
 	var errs [12]error
 	t.attached, errs[0] = m.Int64UpDownCounter("otelcol_openhands_conversations_attached",
 		metric.WithDescription("Conversations with an attached WebSocket."), metric.WithUnit("{conversation}"))
@@ -73,7 +107,7 @@ func (t *telemetry) vendorEvent(ctx context.Context, kind string) {
 	if !mapping.KnownKind(kind) {
 		kind = "other"
 	}
-	t.vendorEvents.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", kind)))
+	t.vendorEvents.Add(ctx, 1, t.kinds.of(kind))
 }
 
 func (t *telemetry) restCatchUp(ctx context.Context, outcome string) {
@@ -85,7 +119,7 @@ func (t *telemetry) overflow(ctx context.Context, server string, waiting int) {
 }
 
 func (t *telemetry) aepEvent(ctx context.Context, eventType string) {
-	t.aepEvents.Add(ctx, 1, metric.WithAttributes(attribute.String("type", eventType)))
+	t.aepEvents.Add(ctx, 1, t.types.of(eventType))
 }
 
 func (t *telemetry) mapped(ctx context.Context, d time.Duration) {
