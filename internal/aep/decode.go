@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -20,7 +21,9 @@ const maxDecodeDepth = 10000
 // reflection: every frame the receiver reads and every event a relay
 // takes passes here, so this is the hot path of both.
 func DecodeValue(raw []byte) (any, error) {
-	d := decoder{data: raw}
+	d := decoders.Get().(*decoder)
+	defer d.release()
+	d.data, d.pos = raw, 0
 	d.skipSpace()
 	v, err := d.value(0)
 	if err != nil {
@@ -40,6 +43,28 @@ type decoder struct {
 	pos  int
 	// buf is reused by every string that needs unescaping.
 	buf []byte
+	// members holds the members of the objects being read, innermost last.
+	members []member
+	// keys interns member names: the same few dozen recur in every
+	// document, and a lookup by bytes allocates nothing.
+	keys map[string]string
+}
+
+// maxInternedKeys bounds keys against documents that invent names.
+const maxInternedKeys = 1024
+
+type member struct {
+	key   string
+	value any
+}
+
+// decoders keeps decoders' scratch space (buf, members) between documents.
+var decoders = sync.Pool{New: func() any { return new(decoder) }}
+
+func (d *decoder) release() {
+	clear(d.members[:cap(d.members)]) // the values must not outlive the call
+	d.data, d.members, d.buf = nil, d.members[:0], d.buf[:0]
+	decoders.Put(d)
 }
 
 var errUnexpectedEnd = errors.New("unexpected end of JSON input")
@@ -100,22 +125,25 @@ func (d *decoder) literal(word string) error {
 	return nil
 }
 
+// object reads an object at its opening brace. Its members wait on the
+// members stack until the closing brace, so that the map is made at its
+// final size once rather than grown.
 func (d *decoder) object(depth int) (any, error) {
 	if depth > maxDecodeDepth {
 		return nil, d.errorf("exceeded max depth")
 	}
 	d.pos++ // {
-	obj := make(map[string]any)
 	d.skipSpace()
 	if d.pos < len(d.data) && d.data[d.pos] == '}' {
 		d.pos++
-		return obj, nil
+		return map[string]any{}, nil
 	}
+	base := len(d.members)
 	for {
 		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
 			return nil, d.unexpected()
 		}
-		key, err := d.string()
+		key, err := d.key()
 		if err != nil {
 			return nil, err
 		}
@@ -129,7 +157,7 @@ func (d *decoder) object(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		obj[key] = v
+		d.members = append(d.members, member{key, v})
 		d.skipSpace()
 		if d.pos >= len(d.data) {
 			return nil, errUnexpectedEnd
@@ -140,6 +168,13 @@ func (d *decoder) object(depth int) (any, error) {
 			d.skipSpace()
 		case '}':
 			d.pos++
+			members := d.members[base:]
+			obj := make(map[string]any, len(members))
+			for _, m := range members {
+				obj[m.key] = m.value // a later duplicate wins
+			}
+			clear(members)
+			d.members = d.members[:base]
 			return obj, nil
 		default:
 			return nil, d.unexpected()
@@ -217,6 +252,30 @@ func (d *decoder) digits() int {
 		d.pos++
 	}
 	return d.pos - start
+}
+
+// key reads a member name, interned when it needs no unescaping.
+func (d *decoder) key() (string, error) {
+	start := d.pos + 1
+	end := start
+	for end < len(d.data) && d.data[end] != '"' && d.data[end] != '\\' && d.data[end] >= 0x20 && d.data[end] < utf8.RuneSelf {
+		end++
+	}
+	if end >= len(d.data) || d.data[end] != '"' {
+		return d.string()
+	}
+	d.pos = end + 1
+	if k, ok := d.keys[string(d.data[start:end])]; ok {
+		return k, nil
+	}
+	k := string(d.data[start:end])
+	if d.keys == nil {
+		d.keys = make(map[string]string)
+	}
+	if len(d.keys) < maxInternedKeys {
+		d.keys[k] = k
+	}
+	return k, nil
 }
 
 // string reads a string at its opening quote. One with no escape and

@@ -3,6 +3,7 @@ package aep
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,16 +12,16 @@ import (
 )
 
 // referenceDecode is what DecodeValue must agree with: encoding/json with
-// UseNumber, refusing anything after the value.
+// UseNumber, refusing anything but white space after the value.
 func referenceDecode(raw []byte) (any, error) {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, err
-	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
+	var v any
 	if err := dec.Decode(&v); err != nil {
 		return nil, err
+	}
+	if rest := raw[dec.InputOffset():]; len(bytes.Trim(rest, " \t\r\n")) > 0 {
+		return nil, errors.New("trailing data")
 	}
 	return v, nil
 }
@@ -31,7 +32,7 @@ func referenceDecode(raw []byte) (any, error) {
 var decodeCorpus = []string{
 	`{}`, `[]`, `""`, `0`, `-0`, `1.5e+3`, `-12.25E-2`, `1E9`, `true`, `false`, `null`,
 	` {"a" : [1, 2 ,{"b":null}] } `, "\t\r\n[\n]\n",
-	`{"a":1,"a":2}`,
+	`{"a":1,"a":2}`, `1e700`, `-123456789012345678901234567890`,
 	`"esc: \" \\ \/ \b \f \n \r \t \u0041 \u00e9 \u20ac \ud83d\ude00"`,
 	`"lone: \ud83d x \ude00 \ud83d\u0041 \ud83d\ud83d"`,
 	"\"raw utf-8: é € 😀\"", "\"bad utf-8: \xff \xc3 \xed\xa0\x80 end\"",
