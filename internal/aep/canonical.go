@@ -153,10 +153,27 @@ func isASCII(s string) bool {
 	return true
 }
 
+// writeCanonicalString writes s quoted, escaping as RFC 8785 §3.2.2.2
+// says; invalid UTF-8 reads as U+FFFD, as ranging over s does. Runs that
+// need no escape are written whole.
 func writeCanonicalString(b *strings.Builder, s string) {
 	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r != utf8.RuneError || size != 1 {
+				i += size
+				continue
+			}
+		}
+		b.WriteString(s[start:i])
+		switch c {
 		case '"':
 			b.WriteString(`\"`)
 		case '\\':
@@ -172,13 +189,16 @@ func writeCanonicalString(b *strings.Builder, s string) {
 		case '\t':
 			b.WriteString(`\t`)
 		default:
-			if r < 0x20 {
-				fmt.Fprintf(b, `\u%04x`, r)
+			if c < 0x20 {
+				fmt.Fprintf(b, `\u%04x`, c)
 			} else {
-				b.WriteRune(r)
+				b.WriteRune(utf8.RuneError) // an invalid byte
 			}
 		}
+		i++
+		start = i
 	}
+	b.WriteString(s[start:])
 	b.WriteByte('"')
 }
 
