@@ -306,6 +306,11 @@ func (e *Event) UnmarshalJSON(raw []byte) error {
 	if err != nil {
 		return fmt.Errorf("aep: event is not a JSON object: %w", err)
 	}
+	return e.fromValue(v)
+}
+
+// fromValue reads an envelope decoded by DecodeValue.
+func (e *Event) fromValue(v any) error {
 	fields, ok := v.(map[string]any)
 	if !ok {
 		return fmt.Errorf("aep: event must be a JSON object, got %s", jsonKind(v))
@@ -431,6 +436,16 @@ func jsonKind(v any) string {
 func Parse(raw []byte) (*Event, error) {
 	var e Event
 	if err := e.UnmarshalJSON(raw); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// EventOf reads one wire event already decoded by DecodeValue, as Parse
+// reads its text; the event keeps v's maps.
+func EventOf(v any) (*Event, error) {
+	var e Event
+	if err := e.fromValue(v); err != nil {
 		return nil, err
 	}
 	return &e, nil

@@ -31,10 +31,14 @@ func normalize(raw []byte) []byte {
 // parseEvent is the envelope gate every binding shares: schema first, then
 // the typed decode.
 func parseEvent(raw []byte) (*aep.Event, error) {
-	if err := schema.ValidateJSON(raw); err != nil {
+	doc, err := aep.DecodeValue(raw)
+	if err != nil {
+		return nil, schema.ValidateJSON(raw) // the schema's syntax verdict
+	}
+	if err := schema.ValidateValue(doc); err != nil {
 		return nil, err
 	}
-	ev, err := aep.Parse(raw)
+	ev, err := aep.EventOf(doc)
 	if err != nil {
 		return nil, fmt.Errorf("decode event: %w", err)
 	}

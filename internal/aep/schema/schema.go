@@ -100,6 +100,20 @@ func (v *validator) validateJSON(raw []byte) error {
 	return v.validateDecoded(doc)
 }
 
+// ValidateValue is ValidateJSON for a document already decoded by
+// aep.DecodeValue: a caller that goes on to aep.EventOf decodes once.
+func ValidateValue(doc any) error {
+	v, err := compiled()
+	if err != nil {
+		return err
+	}
+	ev, err := asEvent(doc)
+	if err != nil {
+		return err
+	}
+	return v.validateDecoded(ev)
+}
+
 // decodeEvent decodes one wire event as the schema library reads JSON.
 func decodeEvent(raw []byte) (map[string]any, error) {
 	// DecodeValue reads JSON as jsonschema.UnmarshalJSON does (numbers
@@ -108,6 +122,10 @@ func decodeEvent(raw []byte) (map[string]any, error) {
 	if err != nil {
 		return nil, &Error{Rule: RuleSyntax, Reason: truncate(err.Error())}
 	}
+	return asEvent(doc)
+}
+
+func asEvent(doc any) (map[string]any, error) {
 	ev, ok := doc.(map[string]any)
 	if !ok {
 		return nil, &Error{Rule: RuleSyntax, Reason: "an event must be a JSON object"}

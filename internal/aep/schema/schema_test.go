@@ -19,6 +19,12 @@ func TestGoldenValidates(t *testing.T) {
 			t.Parallel() // also exercises the lazily compiled schemas concurrently
 			require.NoError(t, ValidateJSON(line.Raw))
 			require.NoError(t, Validate(line.Event), "the parsed event, in memory")
+			doc, err := aep.DecodeValue(line.Raw)
+			require.NoError(t, err)
+			require.NoError(t, ValidateValue(doc), "the decoded document")
+			ev, err := aep.EventOf(doc)
+			require.NoError(t, err)
+			assert.Equal(t, line.Event, ev, "EventOf reads what Parse reads")
 		})
 	}
 }
@@ -64,6 +70,9 @@ func TestInvalidSingleEventsFail(t *testing.T) {
 			require.ErrorAs(t, err, &verr)
 			assert.Equal(t, ruleFor(t, tc.Rule), verr.Rule, "%v", err)
 			assert.NotContains(t, err.Error(), `"aep"`, "an error must not dump the event")
+			if doc, derr := aep.DecodeValue(tc.Event); derr == nil {
+				assert.Equal(t, err, ValidateValue(doc), "the decoded document gets the same verdict")
+			}
 		})
 	}
 }
