@@ -59,12 +59,15 @@ func (s *socketTransport) connect(ctx context.Context) (*relayConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	ws, resp, err := s.dialer.DialContext(ctx, s.relay.dial, header)
+	dialer := s.dialer
+	var tcp *coalescingConn
+	dialer.NetDialContext = dialCoalescing(&tcp)
+	ws, resp, err := dialer.DialContext(ctx, s.relay.dial, header)
 	if err != nil {
 		return nil, s.dialError(resp, err)
 	}
 	ws.SetReadLimit(maxInboundFrame)
-	conn := newRelayConn(ws)
+	conn := newRelayConn(ws, tcp)
 	deadline, _ := ctx.Deadline()
 	hello := newHello(s.cfg.Agent, s.instance, s.cfg.Emits, s.cfg.MaxCapture, declaredControl(s.control))
 	if err := conn.writeJSON(deadline, hello); err != nil {

@@ -2,6 +2,7 @@ package aeprelayexporter // import "github.com/otelcol-openhands/otelcol-openhan
 
 import (
 	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 // the read loop is the connection manager's.
 type relayConn struct {
 	ws *websocket.Conn
+	// tcp is under ws; it holds a batch's frames until the ping is written.
+	tcp *coalescingConn
 
 	writeMu sync.Mutex
 
@@ -46,9 +49,10 @@ type relayRefusal struct {
 	code, detail string
 }
 
-func newRelayConn(ws *websocket.Conn) *relayConn {
+func newRelayConn(ws *websocket.Conn, tcp *coalescingConn) *relayConn {
 	return &relayConn{
 		ws:      ws,
+		tcp:     tcp,
 		batches: make(map[string]*batchWait), awaiting: make(map[string]*batchWait),
 		closed: make(chan struct{}),
 	}
@@ -74,19 +78,23 @@ func (c *relayConn) writeJSON(deadline time.Time, frame any) error {
 }
 
 // writeBatch sends the events, one frame each in order, then the ping
-// whose pong confirms them: the relay handles frames in order.
+// whose pong confirms them: the relay handles frames in order. The frames
+// leave together (coalescingConn).
 func (c *relayConn) writeBatch(deadline time.Time, events []outboundEvent, ping []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	if err := c.ws.SetWriteDeadline(deadline); err != nil {
 		return err
 	}
+	c.tcp.hold()
 	for _, ev := range events {
 		if err := c.ws.WriteMessage(websocket.TextMessage, ev.raw); err != nil {
+			_ = c.tcp.release()
 			return err
 		}
 	}
-	return c.ws.WriteMessage(websocket.TextMessage, ping)
+	err := c.ws.WriteMessage(websocket.TextMessage, ping)
+	return errors.Join(err, c.tcp.release())
 }
 
 // await registers a batch before it and its ping are written.

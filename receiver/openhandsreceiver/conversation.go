@@ -31,9 +31,13 @@ const (
 	// healthy (resetting the reconnect backoff) without delivering a new
 	// stored event.
 	stableConnection = time.Minute
-	// frameBuffer bounds the frames read ahead while history is paged;
-	// past it the reader blocks and TCP pushes back on the server.
-	frameBuffer = 256
+	// legacyFrameBuffer bounds the frames read ahead while the legacy
+	// socket's history is paged; past it the reader blocks and TCP pushes
+	// back on the server. The session socket pages nothing: its buffer
+	// only lets frames that arrive together be mapped as one batch, and
+	// every attached conversation holds it (40 bytes a frame).
+	legacyFrameBuffer  = 256
+	sessionFrameBuffer = 16
 	// maxBatchEvents bounds the AEP events mapped ahead of one emission:
 	// frames that are already waiting are mapped into one batch (one
 	// ConsumeLogs, one write-ahead), a lone frame goes out at once.
@@ -213,7 +217,10 @@ func (c *conversation) attachOnce(ctx context.Context) (progressed bool, err err
 		progressed = progressed || c.storedCount() > storedBefore || time.Since(start) >= stableConnection
 	}()
 
-	frames := make(chan frame, frameBuffer)
+	frames := make(chan frame, sessionFrameBuffer)
+	if !session {
+		frames = make(chan frame, legacyFrameBuffer)
+	}
 	stop := make(chan struct{})
 	var reader sync.WaitGroup
 	reader.Go(func() { readFrames(conn, w.api.maxFrame, frames, stop) })

@@ -194,6 +194,7 @@ func (r *openhandsReceiver) newAgentServer(ctx context.Context, host component.H
 			Proxy:            proxy,
 			HandshakeTimeout: handshakeTimeout(sc.Timeout),
 			TLSClientConfig:  tlsConfig,
+			WriteBufferPool:  authFrameBuffers,
 		},
 		maxFrame:    r.cfg.MaxFrameBytes,
 		sessionOnly: sc.Socket == socketSession,
@@ -201,6 +202,11 @@ func (r *openhandsReceiver) newAgentServer(ctx context.Context, host component.H
 	api.legacyOnly.Store(sc.Socket == socketEvents)
 	return api, nil
 }
+
+// authFrameBuffers lends the write buffer of every conversation socket:
+// the auth frame is the only frame written, so an idle connection holds
+// none (4 KiB each otherwise).
+var authFrameBuffers = &sync.Pool{}
 
 // defaultServerTimeout bounds each REST call and socket handshake when the
 // server's timeout is not set.
