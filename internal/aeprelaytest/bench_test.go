@@ -21,7 +21,7 @@ func BenchmarkIngest(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		ev, err := parseEvent(raws[i])
+		ev, err := parseEvent(raws[i], nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -130,7 +130,7 @@ func (r *Relay) admitBatch(lines [][]byte, ndjson bool) ([]*ingested, int, map[s
 			continue
 		}
 		raw := normalize(line)
-		ev, _, err := r.admit(raw, BindingPOST, 0)
+		ev, _, err := r.admit(raw, nil, BindingPOST, 0)
 		if err != nil {
 			return nil, http.StatusBadRequest, map[string]any{"error": "invalid-event", "detail": err.Error(), "line": i}
 		}

@@ -29,11 +29,13 @@ func normalize(raw []byte) []byte {
 }
 
 // parseEvent is the envelope gate every binding shares: schema first, then
-// the typed decode.
-func parseEvent(raw []byte) (*aep.Event, error) {
-	doc, err := aep.DecodeValue(raw)
-	if err != nil {
-		return nil, schema.ValidateJSON(raw) // the schema's syntax verdict
+// the typed decode. doc is raw decoded by aep.DecodeValue, or nil.
+func parseEvent(raw []byte, doc any) (*aep.Event, error) {
+	if doc == nil {
+		var err error
+		if doc, err = aep.DecodeValue(raw); err != nil {
+			return nil, schema.ValidateJSON(raw) // the schema's syntax verdict
+		}
 	}
 	if err := schema.ValidateValue(doc); err != nil {
 		return nil, err
@@ -49,8 +51,8 @@ func parseEvent(raw []byte) (*aep.Event, error) {
 // decode, then the Refuse policy. A refused Event is named by its id as
 // far as it can be read; one that breaks the schema is also recorded as a
 // violation.
-func (r *Relay) admit(raw []byte, b Binding, conn int) (ev *aep.Event, id string, err error) {
-	ev, err = parseEvent(raw)
+func (r *Relay) admit(raw []byte, doc any, b Binding, conn int) (ev *aep.Event, id string, err error) {
+	ev, err = parseEvent(raw, doc)
 	if err != nil {
 		v := schemaViolation(raw, b, conn, err)
 		r.mu.Lock()

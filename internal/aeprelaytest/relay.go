@@ -440,7 +440,7 @@ func (r *Relay) Connections() []Conn {
 // raw must be a valid command Event.
 func (r *Relay) SendCommand(raw []byte) (*ErrorFrame, error) {
 	raw = normalize(raw)
-	ev, err := parseEvent(raw)
+	ev, err := parseEvent(raw, nil)
 	if err != nil {
 		return nil, fmt.Errorf("aeprelaytest: send command: %w", err)
 	}

@@ -351,20 +351,20 @@ func decodeFrame(kind int, data []byte) (map[string]json.RawMessage, string, err
 	return fields, typ, nil
 }
 
-// isEventFrame tells an Event, most of the traffic, by its type alone,
-// without decoding every member as decodeFrame does; validation reads the
-// rest. Anything else takes decodeFrame.
-func isEventFrame(data []byte) bool {
+// eventFrame tells an Event, most of the traffic, by its type alone, and
+// returns it decoded for validation to read; anything else takes
+// decodeFrame.
+func eventFrame(data []byte) (any, bool) {
 	if !bytes.Contains(data, []byte(`"type"`)) {
-		return false
+		return nil, false
 	}
-	v, err := aep.DecodeValue(data)
+	doc, err := aep.DecodeValue(data)
 	if err != nil {
-		return false
+		return nil, false
 	}
-	fields, _ := v.(map[string]any)
+	fields, _ := doc.(map[string]any)
 	typ, _ := fields["type"].(string)
-	return strings.Contains(typ, ".")
+	return doc, strings.Contains(typ, ".")
 }
 
 // helloFrame is the part of a hello the relay reads (AEP-0003 §4).
@@ -445,8 +445,8 @@ func (c *wsConn) handle(kind int, data []byte) {
 		c.fail(ErrorFrame{Type: "error", Code: "binary-frame", Detail: "binary frames are reserved in AEP 0.1"}, websocket.CloseUnsupportedData)
 		return
 	}
-	if isEventFrame(data) {
-		c.handleEvent(data)
+	if doc, ok := eventFrame(data); ok {
+		c.handleEvent(data, doc)
 		return
 	}
 	fields, typ, err := decodeFrame(kind, data)
@@ -458,7 +458,7 @@ func (c *wsConn) handle(kind int, data []byte) {
 		return
 	}
 	if strings.Contains(typ, ".") {
-		c.handleEvent(data)
+		c.handleEvent(data, nil)
 		return
 	}
 	r.mu.Lock()
@@ -502,9 +502,9 @@ func (c *wsConn) send(f *ErrorFrame) { c.out.push(wsFrame{data: f.bytes()}, fals
 // as the reference relay does: a connection-scoped error frame whose cause
 // is the Event's id, queued before anything the relay answers to a later
 // frame (the spec leaves this open). The connection stays open.
-func (c *wsConn) handleEvent(data []byte) {
+func (c *wsConn) handleEvent(data []byte, doc any) {
 	raw := normalize(data)
-	ev, id, err := c.r.admit(raw, BindingSocket, c.id)
+	ev, id, err := c.r.admit(raw, doc, BindingSocket, c.id)
 	if err != nil {
 		c.send(&ErrorFrame{Type: "error", Code: "invalid-event", Cause: id, Detail: err.Error()})
 		return

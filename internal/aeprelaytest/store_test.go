@@ -11,7 +11,7 @@ import (
 
 func mustIngested(t *testing.T, raw string) *ingested {
 	t.Helper()
-	ev, err := parseEvent([]byte(raw))
+	ev, err := parseEvent([]byte(raw), nil)
 	require.NoError(t, err)
 	return newIngested([]byte(raw), ev, BindingPOST, 0)
 }
