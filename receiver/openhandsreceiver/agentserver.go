@@ -387,23 +387,24 @@ var errNoSessionSocket = errors.New("agent server has no /sockets/session endpoi
 
 // dialConversation opens the conversation's socket: /sockets/session when
 // the server has it (replaying every durable event after afterSeq), else
-// the legacy /sockets/events, live-only. session reports which.
-func (s *agentServer) dialConversation(ctx context.Context, conversationID string, afterSeq int64) (conn *websocket.Conn, session bool, err error) {
+// the legacy /sockets/events, live-only. session reports which; fc is the
+// connection under it, nil where it cannot be had (frameDialer).
+func (s *agentServer) dialConversation(ctx context.Context, conversationID string, afterSeq int64) (conn *websocket.Conn, fc *frameConn, session bool, err error) {
 	if !s.legacyOnly.Load() {
 		q := url.Values{"after_seq": {strconv.FormatInt(afterSeq, 10)}}
-		conn, err = s.dial(ctx, "/sockets/session", conversationID, q)
+		conn, fc, err = s.dial(ctx, "/sockets/session", conversationID, q)
 		switch {
 		case err == nil:
-			return conn, true, nil
+			return conn, fc, true, nil
 		case !errors.Is(err, errNoSessionSocket) || s.sessionOnly:
-			return nil, false, err
+			return nil, nil, false, err
 		}
 		// auto: an older server. Remember it, so later attaches go straight
 		// to the legacy socket.
 		s.legacyOnly.Store(true)
 	}
-	conn, err = s.dial(ctx, "/sockets/events", conversationID, nil)
-	return conn, false, err
+	conn, fc, err = s.dial(ctx, "/sockets/events", conversationID, nil)
+	return conn, fc, false, err
 }
 
 // dial opens one socket and authenticates with the first-message auth
@@ -411,33 +412,37 @@ func (s *agentServer) dialConversation(ctx context.Context, conversationID strin
 // legacy socket is opened without resend_mode (live-only): the receiver
 // pages history over REST itself, so replay never interleaves with live
 // frames.
-func (s *agentServer) dial(ctx context.Context, prefix, conversationID string, q url.Values) (*websocket.Conn, error) {
+func (s *agentServer) dial(ctx context.Context, prefix, conversationID string, q url.Values) (*websocket.Conn, *frameConn, error) {
 	u, err := endpoint.WebSocket(s.base.JoinPath(prefix, conversationID))
 	if err != nil {
-		return nil, fmt.Errorf("dial %s: %w", prefix, err)
+		return nil, nil, fmt.Errorf("dial %s: %w", prefix, err)
 	}
 	u.RawQuery = q.Encode()
-	conn, resp, err := s.dialer.DialContext(ctx, u.String(), nil)
+	dialer, fc := frameDialer(s.dialer, u)
+	conn, resp, err := dialer.DialContext(ctx, u.String(), nil)
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close()
 	}
 	if err != nil {
 		switch {
 		case resp == nil:
-			return nil, fmt.Errorf("dial %s: %w", prefix, err)
+			return nil, nil, fmt.Errorf("dial %s: %w", prefix, err)
 		case prefix == "/sockets/session" && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusForbidden):
-			return nil, fmt.Errorf("dial %s: %s: %w", prefix, resp.Status, errNoSessionSocket)
+			return nil, nil, fmt.Errorf("dial %s: %s: %w", prefix, resp.Status, errNoSessionSocket)
 		case resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusUnauthorized:
-			return nil, fmt.Errorf("dial %s: %s: %w", prefix, resp.Status, errAuthRejected)
+			return nil, nil, fmt.Errorf("dial %s: %s: %w", prefix, resp.Status, errAuthRejected)
 		default:
-			return nil, fmt.Errorf("dial %s: %s: %w", prefix, resp.Status, err)
+			return nil, nil, fmt.Errorf("dial %s: %s: %w", prefix, resp.Status, err)
 		}
+	}
+	if *fc != nil {
+		(*fc).startFrames() // the handshake is read: frames follow
 	}
 	if err := s.sendAuthFrame(conn); err != nil {
 		conn.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return conn, nil
+	return conn, *fc, nil
 }
 
 // sendAuthFrame writes {"type":"auth","session_api_key":...}: the only

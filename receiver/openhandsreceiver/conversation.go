@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -33,11 +34,9 @@ const (
 	stableConnection = time.Minute
 	// legacyFrameBuffer bounds the frames read ahead while the legacy
 	// socket's history is paged; past it the reader blocks and TCP pushes
-	// back on the server. The session socket pages nothing: its buffer
-	// only lets frames that arrive together be mapped as one batch, and
-	// every attached conversation holds it (40 bytes a frame).
-	legacyFrameBuffer  = 256
-	sessionFrameBuffer = 16
+	// back on the server. The session socket pages nothing and reads no
+	// frame ahead (readSession).
+	legacyFrameBuffer = 256
 	// maxBatchEvents bounds the AEP events mapped ahead of one emission:
 	// frames that are already waiting are mapped into one batch (one
 	// ConsumeLogs, one write-ahead), a lone frame goes out at once.
@@ -83,6 +82,7 @@ type conversation struct {
 	stored     uint64       // new stored events processed, the measure of progress
 	mapped     []*aep.Event // mapped, not yet emitted (flushLocked)
 	taken      bool         // the stored pending batch left; not yet marked done
+	usageWait  *time.Timer  // armed while a run.finished waits for its usage
 
 	// Owned by the attach goroutine.
 	connectSnapshotPending bool // the connection's first snapshot is still to come
@@ -206,7 +206,7 @@ func (c *conversation) attachOnce(ctx context.Context) (progressed bool, err err
 	c.mu.Lock()
 	afterSeq := c.durableSeq
 	c.mu.Unlock()
-	conn, session, err := w.api.dialConversation(ctx, c.id, afterSeq)
+	conn, fc, session, err := w.api.dialConversation(ctx, c.id, afterSeq)
 	if err != nil {
 		return false, err
 	}
@@ -217,88 +217,165 @@ func (c *conversation) attachOnce(ctx context.Context) (progressed bool, err err
 		progressed = progressed || c.storedCount() > storedBefore || time.Since(start) >= stableConnection
 	}()
 
-	frames := make(chan frame, sessionFrameBuffer)
-	if !session {
-		frames = make(chan frame, legacyFrameBuffer)
-	}
-	stop := make(chan struct{})
-	var reader sync.WaitGroup
-	reader.Go(func() { readFrames(conn, w.api.maxFrame, frames, stop) })
+	idled, stopWatch := c.watchSocket(ctx, conn)
 	defer func() {
-		close(stop)
+		stopWatch()
 		// No close frame: the auth frame stays the only frame we write.
 		conn.Close()
-		reader.Wait()
 		c.mu.Lock()
+		c.stopUsageWaitLocked()
 		c.flushLocked(ctx)
 		c.markDoneLocked(ctx)
 		c.mu.Unlock()
+		switch {
+		case ctx.Err() != nil:
+			err = ctx.Err()
+		case idled():
+			err = errIdleDetached
+		}
 	}()
 
-	handle := c.handleSessionFrame
 	c.connectSnapshotPending = true
-	if !session {
-		handle = c.handleLegacyFrame
-		if err := c.attachLegacy(ctx, frames); err != nil {
+	if session {
+		return c.readSession(ctx, conn, fc)
+	}
+	return false, c.readLegacy(ctx, conn)
+}
+
+// watchSocket closes conn, ending its read, when ctx ends or the
+// conversation has sat idle or terminal for idle_detach (idled then
+// reports true), until stop.
+func (c *conversation) watchSocket(ctx context.Context, conn *websocket.Conn) (idled func() bool, stop func()) {
+	stopCtx := context.AfterFunc(ctx, func() { conn.Close() })
+	var idle atomic.Bool
+	stopIdle := func() {}
+	if d := c.watch.idleDetach; d > 0 {
+		stopIdle = every(max(d/4, 10*time.Millisecond), func() bool {
+			if !c.idleExpired(d) {
+				return true
+			}
+			idle.Store(true)
+			conn.Close()
+			return false
+		})
+	}
+	return idle.Load, func() { stopCtx(); stopIdle() }
+}
+
+// every calls f every period, each time on a timer's goroutine, until f
+// returns false or stop is called: a watch that holds no goroutine while
+// it waits.
+func every(period time.Duration, f func() bool) (stop func()) {
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	mu.Lock()
+	defer mu.Unlock()
+	t = time.AfterFunc(period, func() {
+		if !f() {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			t.Reset(period)
+		}
+	})
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
+	}
+}
+
+// readSession reads /sockets/session frames on this goroutine, with no
+// goroutine reading ahead: each frame is mapped as it is read, and what is
+// mapped is emitted unless a whole next frame has already been received
+// (fc), which then joins the batch.
+func (c *conversation) readSession(ctx context.Context, conn *websocket.Conn, fc *frameConn) (progressed bool, err error) {
+	for {
+		data, err := readFrame(conn, c.watch.api.maxFrame)
+		switch {
+		case errors.Is(err, errFrameTooLarge):
+			return c.passOversizeEvent(ctx, err)
+		case err != nil:
 			return false, err
 		}
+		c.receive(ctx, c.handleSessionFrame, data, fc.wholeFrameWaiting())
 	}
+}
 
-	var idle <-chan time.Time
-	if w.idleDetach > 0 {
-		t := time.NewTicker(max(w.idleDetach/4, 10*time.Millisecond))
-		defer t.Stop()
-		idle = t.C
+// readLegacy reads /sockets/events frames through a read-ahead buffer,
+// which holds the live frames while attachLegacy pages the history.
+func (c *conversation) readLegacy(ctx context.Context, conn *websocket.Conn) error {
+	frames := make(chan frame, legacyFrameBuffer)
+	stop := make(chan struct{})
+	var reader sync.WaitGroup
+	reader.Go(func() { readFrames(conn, c.watch.api.maxFrame, frames, stop) })
+	defer func() {
+		close(stop)
+		conn.Close()
+		reader.Wait()
+	}()
+	if err := c.attachLegacy(ctx, frames); err != nil {
+		return err
 	}
-	var usageDue <-chan time.Time // armed while a run.finished waits for its usage
 	for {
 		select {
 		case <-ctx.Done():
-			return false, ctx.Err()
+			return ctx.Err()
 		case f := <-frames:
-			switch {
-			case session && errors.Is(f.err, errFrameTooLarge):
-				return c.passOversizeEvent(ctx, f.err)
-			case f.err != nil:
-				return false, f.err
+			if f.err != nil {
+				return f.err
 			}
-			w.api.sawFrame(len(f.data))
-			handle(ctx, f.data)
-			if len(frames) == 0 {
-				c.flush(ctx) // nothing more waiting: emit what is mapped
-			}
-			usageDue = c.usageTimer(usageDue)
-		case <-usageDue:
-			c.releaseHeld(ctx)
-			usageDue = nil
-		case <-idle:
-			if c.idleExpired(w.idleDetach) {
-				return false, errIdleDetached
-			}
+			c.receive(ctx, c.handleLegacyFrame, f.data, len(frames) > 0)
 		}
 	}
 }
 
-// usageTimer arms the wait of a held run.finished, keeps an armed one, or
-// disarms it once nothing is held.
-func (c *conversation) usageTimer(armed <-chan time.Time) <-chan time.Time {
+// receive handles one frame and, unless another one is waiting to join
+// its batch, emits what is mapped.
+func (c *conversation) receive(ctx context.Context, handle func(context.Context, []byte), data []byte, another bool) {
+	c.watch.api.sawFrame(len(data))
+	handle(ctx, data)
 	c.mu.Lock()
-	holding := c.decorator.Holding()
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	if !another {
+		c.flushLocked(ctx) // nothing more waiting: emit what is mapped
+	}
+	c.syncUsageWaitLocked(ctx)
+}
+
+// syncUsageWaitLocked arms the wait of a run.finished the decorator holds
+// for its usage, keeps an armed one, or disarms it once nothing is held.
+func (c *conversation) syncUsageWaitLocked(ctx context.Context) {
 	switch {
-	case !holding:
-		return nil
-	case armed == nil:
-		return time.After(usageWait)
-	default:
-		return armed
+	case !c.decorator.Holding():
+		c.stopUsageWaitLocked()
+	case c.usageWait == nil:
+		var t *time.Timer
+		t = time.AfterFunc(usageWait, func() { c.releaseHeld(ctx, t) })
+		c.usageWait = t
 	}
 }
 
-// releaseHeld emits a run.finished that waited usageWait for its usage.
-func (c *conversation) releaseHeld(ctx context.Context) {
+func (c *conversation) stopUsageWaitLocked() {
+	if c.usageWait != nil {
+		c.usageWait.Stop()
+		c.usageWait = nil
+	}
+}
+
+// releaseHeld emits a run.finished that waited usageWait for its usage,
+// unless the wait t was disarmed meanwhile.
+func (c *conversation) releaseHeld(ctx context.Context, t *time.Timer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.usageWait != t {
+		return
+	}
+	c.usageWait = nil
 	c.mapped = append(c.mapped, c.decorator.Release()...)
 	c.flushLocked(ctx)
 }

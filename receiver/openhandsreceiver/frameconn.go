@@ -1,0 +1,211 @@
+package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"net"
+	"net/http"
+	"net/url"
+
+	"github.com/gorilla/websocket"
+)
+
+// frameConn is the connection under a conversation socket (above TLS),
+// read one WebSocket frame at a time: it never hands the WebSocket reader
+// bytes past the end of the frame being read, so whatever has been
+// received and not yet read waits here, where the read loop can ask
+// whether a whole next data frame is already in (wholeFrameWaiting) and
+// map it into the same batch, instead of emitting after every frame.
+// Before startFrames it serves the HTTP handshake, never past the blank
+// line that ends a response head, so no frame byte is read with it.
+//
+// Only the read side's pacing depends on the parse: the bytes themselves
+// pass in order, unchanged, whatever it concludes. One goroutine reads it.
+type frameConn struct {
+	net.Conn
+
+	buf []byte // received, not yet handed on: buf[r:w]
+	r   int
+	w   int
+
+	framing bool
+	// left is what remains of the current frame to hand on (framing), or
+	// how much of a response head's end ("\r\n\r\n") was last handed on.
+	left int64
+}
+
+// frameConnBuffer is what one read from the socket takes at most.
+const frameConnBuffer = 4096
+
+// maxFrameHeader is the longest WebSocket frame header (RFC 6455 §5.2).
+const maxFrameHeader = 14
+
+func newFrameConn(conn net.Conn) *frameConn {
+	return &frameConn{Conn: conn, buf: make([]byte, frameConnBuffer)}
+}
+
+// startFrames is called once the handshake's response has been read.
+func (c *frameConn) startFrames() {
+	c.framing, c.left = true, 0
+}
+
+func (c *frameConn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if c.r == c.w {
+		if err := c.fill(); err != nil {
+			return 0, err
+		}
+	}
+	if !c.framing {
+		return c.readHead(p), nil
+	}
+	for c.left == 0 { // at a frame boundary: learn the next frame's length
+		if size, ok := frameSize(c.buf[c.r:c.w]); ok {
+			c.left = size
+			break
+		}
+		if err := c.fill(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p[:min(int64(len(p)), c.left)], c.buf[c.r:c.w])
+	c.r += n
+	c.left -= int64(n)
+	return n, nil
+}
+
+// readHead hands on handshake bytes up to the end of a response head.
+func (c *frameConn) readHead(p []byte) int {
+	const end = "\r\n\r\n"
+	n := 0
+	for n < len(p) && c.r < c.w {
+		b := c.buf[c.r]
+		p[n] = b
+		n++
+		c.r++
+		switch {
+		case b == end[c.left]:
+			c.left++
+		case b == '\r':
+			c.left = 1
+		default:
+			c.left = 0
+		}
+		if c.left == int64(len(end)) {
+			c.left = 0
+			break
+		}
+	}
+	return n
+}
+
+// fill reads once from the socket into the free end of buf.
+func (c *frameConn) fill() error {
+	if c.r > 0 && (c.r == c.w || len(c.buf)-c.w < maxFrameHeader) {
+		c.w = copy(c.buf, c.buf[c.r:c.w])
+		c.r = 0
+	}
+	for {
+		n, err := c.Conn.Read(c.buf[c.w:])
+		c.w += n
+		switch {
+		case n > 0:
+			return nil // an error with it comes again on the next read
+		case err != nil:
+			return err
+		}
+	}
+}
+
+// wholeFrameWaiting reports whether a whole unfragmented data frame has
+// been received and not yet read, after any control frames before it:
+// reading it cannot block. Call it between messages.
+func (c *frameConn) wholeFrameWaiting() bool {
+	if c == nil {
+		return false
+	}
+	if !c.framing || c.left != 0 {
+		return false
+	}
+	for rest := c.buf[c.r:c.w]; ; {
+		size, ok := frameSize(rest)
+		if !ok || size > int64(len(rest)) {
+			return false
+		}
+		fin, opcode := rest[0]&0x80 != 0, rest[0]&0x0f
+		switch {
+		case opcode >= 8: // a control frame: the reader answers it and goes on
+			rest = rest[size:]
+		case opcode == websocket.TextMessage || opcode == websocket.BinaryMessage:
+			return fin
+		default:
+			return false
+		}
+	}
+}
+
+// frameSize is the length, header and payload, of the frame b starts with,
+// once b holds its whole header.
+func frameSize(b []byte) (int64, bool) {
+	if len(b) < 2 {
+		return 0, false
+	}
+	header, payload := int64(2), int64(b[1]&0x7f)
+	switch payload {
+	case 126:
+		if len(b) < 4 {
+			return 0, false
+		}
+		header, payload = 4, int64(binary.BigEndian.Uint16(b[2:4]))
+	case 127:
+		if len(b) < 10 {
+			return 0, false
+		}
+		header, payload = 10, int64(binary.BigEndian.Uint64(b[2:10])&(1<<62-1))
+	}
+	if b[1]&0x80 != 0 {
+		header += 4 // masking key
+	}
+	return header + payload, true
+}
+
+// frameDialer returns a copy of d whose connections are frameConns, and
+// where each dial leaves its own. Over TLS the frameConn must sit above
+// TLS, so the handshake is done here, with d's TLS settings; through a
+// proxy to a TLS server it cannot be, and such a socket has no frameConn
+// (it emits after every frame).
+func frameDialer(d *websocket.Dialer, u *url.URL) (websocket.Dialer, **frameConn) {
+	out := *d
+	dialed := new(*frameConn)
+	wrap := func(conn net.Conn, err error) (net.Conn, error) {
+		if err != nil {
+			return nil, err
+		}
+		*dialed = newFrameConn(conn)
+		return *dialed, nil
+	}
+	if u.Scheme == "ws" {
+		out.NetDialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var nd net.Dialer
+			return wrap(nd.DialContext(ctx, network, addr))
+		}
+		return out, dialed
+	}
+	if d.Proxy != nil {
+		if proxy, err := d.Proxy(&http.Request{URL: &url.URL{Scheme: "https", Host: u.Host}}); err != nil || proxy != nil {
+			return out, dialed
+		}
+	}
+	out.NetDialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		cfg := &tls.Config{}
+		if d.TLSClientConfig != nil {
+			cfg = d.TLSClientConfig.Clone()
+		}
+		td := tls.Dialer{Config: cfg} // an empty ServerName is the host of addr
+		return wrap(td.DialContext(ctx, network, addr))
+	}
+	return out, dialed
+}

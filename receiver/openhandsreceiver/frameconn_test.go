@@ -1,0 +1,213 @@
+package openhandsreceiver
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// wsFrame builds one server-to-client frame (unmasked unless mask).
+func wsFrame(fin bool, opcode byte, payload []byte, mask bool) []byte {
+	b0 := opcode
+	if fin {
+		b0 |= 0x80
+	}
+	var b1 byte
+	if mask {
+		b1 = 0x80
+	}
+	out := []byte{b0}
+	switch n := len(payload); {
+	case n < 126:
+		out = append(out, b1|byte(n))
+	case n < 1<<16:
+		out = append(out, b1|126)
+		out = binary.BigEndian.AppendUint16(out, uint16(n))
+	default:
+		out = append(out, b1|127)
+		out = binary.BigEndian.AppendUint64(out, uint64(n))
+	}
+	if mask {
+		out = append(out, 0, 0, 0, 0) // a zero key leaves the payload as is
+	}
+	return append(out, payload...)
+}
+
+// chunkConn serves data in reads of at most chunk bytes.
+type chunkConn struct {
+	net.Conn
+	data  []byte
+	chunk int
+}
+
+func (c *chunkConn) Read(p []byte) (int, error) {
+	if len(c.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), c.chunk)], c.data)
+	c.data = c.data[n:]
+	return n, nil
+}
+
+func TestFrameSize(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		frame []byte
+		// lengthEnd is how many bytes it takes to know the length.
+		lengthEnd int
+	}{
+		{"short", wsFrame(true, websocket.TextMessage, []byte("hi"), false), 2},
+		{"empty", wsFrame(true, websocket.TextMessage, nil, false), 2},
+		{"16-bit length", wsFrame(true, websocket.TextMessage, bytes.Repeat([]byte("x"), 300), false), 4},
+		{"64-bit length", wsFrame(true, websocket.BinaryMessage, bytes.Repeat([]byte("x"), 70000), false), 10},
+		{"masked", wsFrame(true, websocket.TextMessage, []byte("hi"), true), 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for cut := range c.lengthEnd {
+				_, ok := frameSize(c.frame[:cut])
+				assert.False(t, ok, "the length is not known from %d bytes", cut)
+			}
+			size, ok := frameSize(c.frame[:c.lengthEnd])
+			require.True(t, ok)
+			assert.Equal(t, int64(len(c.frame)), size)
+		})
+	}
+}
+
+func TestWholeFrameWaiting(t *testing.T) {
+	text := wsFrame(true, websocket.TextMessage, []byte(`{"type":"durable"}`), false)
+	ping := wsFrame(true, websocket.PingMessage, []byte("p"), false)
+	first := wsFrame(false, websocket.TextMessage, []byte("part"), false)
+	for _, c := range []struct {
+		name     string
+		buffered []byte
+		want     bool
+	}{
+		{"nothing", nil, false},
+		{"a whole text frame", text, true},
+		{"half a frame", text[:len(text)/2], false},
+		{"a header alone", text[:2], false},
+		{"a ping, then a whole frame", append(bytes.Clone(ping), text...), true},
+		{"a ping, then half a frame", append(bytes.Clone(ping), text[:5]...), false},
+		{"a ping alone", ping, false},
+		{"a message's first fragment", append(first, text...), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fc := newFrameConn(nil)
+			fc.startFrames()
+			fc.w = copy(fc.buf, c.buffered)
+			assert.Equal(t, c.want, fc.wholeFrameWaiting())
+		})
+	}
+	var none *frameConn
+	assert.False(t, none.wholeFrameWaiting(), "no frameConn: nothing is known to wait")
+}
+
+// TestFrameConnReadsAFrameAtATime feeds a response head and frames in
+// every chunking and checks that no read crosses the head's end or a
+// frame's end, and that the bytes pass unchanged.
+func TestFrameConnReadsAFrameAtATime(t *testing.T) {
+	head := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n"
+	frames := [][]byte{
+		wsFrame(true, websocket.TextMessage, []byte(`{"seq":1}`), false),
+		wsFrame(true, websocket.PingMessage, nil, false),
+		wsFrame(true, websocket.TextMessage, bytes.Repeat([]byte("y"), 5000), false),
+		wsFrame(true, websocket.TextMessage, []byte(`{"seq":3}`), false),
+	}
+	stream := append([]byte(head), bytes.Join(frames, nil)...)
+	for _, chunk := range []int{1, 3, 7, 64, 4096, len(stream)} {
+		fc := newFrameConn(&chunkConn{data: bytes.Clone(stream), chunk: chunk})
+		var got []byte
+		for len(got) < len(head) {
+			p := make([]byte, 1024)
+			n, err := fc.Read(p)
+			require.NoError(t, err)
+			got = append(got, p[:n]...)
+			require.LessOrEqual(t, len(got), len(head), "chunk %d: a handshake read crossed the head's end", chunk)
+		}
+		fc.startFrames()
+		for i, f := range frames {
+			var frame []byte
+			for len(frame) < len(f) {
+				p := make([]byte, 4096)
+				n, err := fc.Read(p)
+				require.NoError(t, err)
+				frame = append(frame, p[:n]...)
+				require.LessOrEqual(t, len(frame), len(f), "chunk %d: a read crossed the end of frame %d", chunk, i)
+			}
+			assert.Equal(t, f, frame, "chunk %d: frame %d", chunk, i)
+		}
+		_, err := fc.Read(make([]byte, 1))
+		assert.ErrorIs(t, err, io.EOF)
+	}
+}
+
+// TestFrameDialerTellsAWaitingFrame dials a real WebSocket server through
+// frameDialer: frames sent together are known to wait, the last is not.
+func TestFrameDialerTellsAWaitingFrame(t *testing.T) {
+	sent := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		// Three messages and a ping, written as one burst before any read.
+		_ = conn.WriteMessage(websocket.TextMessage, []byte("one"))
+		_ = conn.WriteControl(websocket.PingMessage, []byte("p"), time.Now().Add(time.Second))
+		_ = conn.WriteMessage(websocket.TextMessage, []byte("two"))
+		_ = conn.WriteMessage(websocket.TextMessage, []byte("three"))
+		close(sent)
+		_, _, _ = conn.ReadMessage() // until the client goes
+	}))
+	defer srv.Close()
+	u, err := url.Parse("ws" + strings.TrimPrefix(srv.URL, "http"))
+	require.NoError(t, err)
+	dialer, fc := frameDialer(websocket.DefaultDialer, u)
+	conn, resp, err := dialer.DialContext(context.Background(), u.String(), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	defer conn.Close()
+	require.NotNil(t, *fc)
+	(*fc).startFrames()
+	<-sent
+	time.Sleep(50 * time.Millisecond) // the burst is in the socket buffer
+
+	var got []string
+	var waiting []bool
+	for range 3 {
+		data, err := readFrame(conn, 1<<20)
+		require.NoError(t, err)
+		got = append(got, string(data))
+		waiting = append(waiting, (*fc).wholeFrameWaiting())
+	}
+	assert.Equal(t, []string{"one", "two", "three"}, got)
+	assert.Equal(t, []bool{true, true, false}, waiting)
+}
+
+func TestFrameDialerLeavesATLSServerBehindAProxyAlone(t *testing.T) {
+	u := &url.URL{Scheme: "wss", Host: "agent.example:443"}
+	proxied := &websocket.Dialer{Proxy: func(*http.Request) (*url.URL, error) {
+		return &url.URL{Scheme: "http", Host: "proxy.example:3128"}, nil
+	}}
+	dialer, _ := frameDialer(proxied, u)
+	assert.Nil(t, dialer.NetDialTLSContext, "the TLS handshake through a proxy stays gorilla's")
+	assert.Nil(t, dialer.NetDialContext)
+
+	direct, _ := frameDialer(&websocket.Dialer{Proxy: http.ProxyFromEnvironment}, u)
+	if p, _ := http.ProxyFromEnvironment(&http.Request{URL: &url.URL{Scheme: "https", Host: u.Host}}); p == nil {
+		assert.NotNil(t, direct.NetDialTLSContext, "without a proxy the frameConn sits above TLS")
+	}
+}
