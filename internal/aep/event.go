@@ -16,6 +16,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"sync"
 )
 
 // Version is the only protocol version this module speaks.
@@ -139,8 +140,13 @@ func (e *Event) EffectiveEpoch() int64 {
 // MarshalJSON writes the envelope in wire order, omitting absent optionals
 // and refusing ill-formed extension attributes (AEP-0001 §5.4).
 func (e Event) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.Grow(256)
+	b := marshalBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if b.Cap() <= maxPooledMarshalBuffer {
+			b.Reset()
+			marshalBuffers.Put(b)
+		}
+	}()
 	b.WriteByte('{')
 	first := true
 	field := func(name string) {
@@ -148,7 +154,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			b.WriteByte(',')
 		}
 		first = false
-		_ = writeJSONString(&b, name) // a string always encodes
+		_ = writeJSONString(b, name) // a string always encodes
 		b.WriteByte(':')
 	}
 	str := func(name, v string) error {
@@ -156,7 +162,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			return nil
 		}
 		field(name)
-		return writeJSONString(&b, v)
+		return writeJSONString(b, v)
 	}
 	for _, kv := range [...]struct{ k, v string }{
 		{"aep", e.AEP}, {"id", e.ID}, {"type", e.Type}, {"subject", e.Subject},
@@ -194,19 +200,26 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			return nil, err
 		}
 		field(n)
-		if err := writeJSON(&b, v); err != nil {
+		if err := writeJSON(b, v); err != nil {
 			return nil, err
 		}
 	}
 	if e.Data != nil {
 		field("data")
-		if err := writeJSONValue(&b, e.Data, maxWalkDepth); err != nil {
+		if err := writeJSONValue(b, e.Data, maxWalkDepth); err != nil {
 			return nil, fmt.Errorf("aep: marshal data of %s %s: %w", e.Type, e.ID, err)
 		}
 	}
 	b.WriteByte('}')
-	return b.Bytes(), nil
+	return bytes.Clone(b.Bytes()), nil
 }
+
+// marshalBuffers lends MarshalJSON the buffer it writes in: the event is
+// copied out at its size, once, instead of the buffer growing per event.
+var marshalBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledMarshalBuffer keeps a rare large event's buffer out of the pool.
+const maxPooledMarshalBuffer = 64 << 10
 
 // writeJSONString writes s as writeJSON would. Envelope strings are
 // almost always printable ASCII without quotes or backslashes, which need

@@ -37,6 +37,9 @@ const (
 	// back on the server. The session socket pages nothing and reads no
 	// frame ahead (readSession).
 	legacyFrameBuffer = 256
+	// maxKeptFrameBuffer bounds the frame buffer a session socket keeps
+	// between frames: a rare large frame does not pin its size.
+	maxKeptFrameBuffer = 64 << 10
 	// maxBatchEvents bounds the AEP events mapped ahead of one emission:
 	// frames that are already waiting are mapped into one batch (one
 	// ConsumeLogs, one write-ahead), a lone frame goes out at once.
@@ -83,6 +86,7 @@ type conversation struct {
 	mapped     []*aep.Event // mapped, not yet emitted (flushLocked)
 	taken      bool         // the stored pending batch left; not yet marked done
 	usageWait  *time.Timer  // armed while a run.finished waits for its usage
+	usageWaits uint64       // usage waits armed or disarmed, to tell a stale one
 
 	// Owned by the attach goroutine.
 	connectSnapshotPending bool // the connection's first snapshot is still to come
@@ -294,8 +298,12 @@ func every(period time.Duration, f func() bool) (stop func()) {
 // mapped is emitted unless a whole next frame has already been received
 // (fc), which then joins the batch.
 func (c *conversation) readSession(ctx context.Context, conn *websocket.Conn, fc *frameConn) (progressed bool, err error) {
+	var buf []byte // every frame is read into it: decoding copies out what it keeps
 	for {
-		data, err := readFrame(conn, c.watch.api.maxFrame)
+		data, err := readFrameInto(conn, c.watch.api.maxFrame, buf)
+		if cap(data) <= maxKeptFrameBuffer {
+			buf = data
+		}
 		switch {
 		case errors.Is(err, errFrameTooLarge):
 			return c.passOversizeEvent(ctx, err)
@@ -354,9 +362,15 @@ func (c *conversation) syncUsageWaitLocked(ctx context.Context) {
 	case !c.decorator.Holding():
 		c.stopUsageWaitLocked()
 	case c.usageWait == nil:
-		var t *time.Timer
-		t = time.AfterFunc(usageWait, func() { c.releaseHeld(ctx, t) })
-		c.usageWait = t
+		c.usageWaits++
+		armed := c.usageWaits
+		c.usageWait = time.AfterFunc(usageWait, func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.usageWaits == armed { // not disarmed meanwhile
+				c.releaseHeldLocked(ctx)
+			}
+		})
 	}
 }
 
@@ -364,17 +378,13 @@ func (c *conversation) stopUsageWaitLocked() {
 	if c.usageWait != nil {
 		c.usageWait.Stop()
 		c.usageWait = nil
+		c.usageWaits++
 	}
 }
 
-// releaseHeld emits a run.finished that waited usageWait for its usage,
-// unless the wait t was disarmed meanwhile.
-func (c *conversation) releaseHeld(ctx context.Context, t *time.Timer) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.usageWait != t {
-		return
-	}
+// releaseHeldLocked emits a run.finished that waited usageWait for its
+// usage.
+func (c *conversation) releaseHeldLocked(ctx context.Context) {
 	c.usageWait = nil
 	c.mapped = append(c.mapped, c.decorator.Release()...)
 	c.flushLocked(ctx)
@@ -443,6 +453,13 @@ func readFrames(conn *websocket.Conn, limit int64, out chan<- frame, stop <-chan
 // the limit itself rather than through the connection's read limit, which
 // would write a close frame: the auth frame stays the only frame we write.
 func readFrame(conn *websocket.Conn, limit int64) ([]byte, error) {
+	return readFrameInto(conn, limit, nil)
+}
+
+// readFrameInto is readFrame reading into buf's storage, which the frame
+// returned then shares: a caller done with each frame before the next
+// reads every frame into the same few bytes.
+func readFrameInto(conn *websocket.Conn, limit int64, buf []byte) ([]byte, error) {
 	for {
 		kind, r, err := conn.NextReader()
 		if err != nil {
@@ -451,14 +468,25 @@ func readFrame(conn *websocket.Conn, limit int64) ([]byte, error) {
 		if kind != websocket.TextMessage {
 			continue // the server sends JSON text frames only
 		}
-		data, err := io.ReadAll(io.LimitReader(r, limit+1))
-		switch {
-		case err != nil:
-			return nil, classifyClose(err)
-		case int64(len(data)) > limit:
-			return nil, fmt.Errorf("%w: over max_frame_bytes (%d)", errFrameTooLarge, limit)
+		data := buf[:0]
+		if cap(data) == 0 {
+			data = make([]byte, 0, 512) // as io.ReadAll starts
 		}
-		return data, nil
+		for {
+			if len(data) == cap(data) {
+				data = append(data, 0)[:len(data)] // room to read into
+			}
+			n, err := r.Read(data[len(data):min(int64(cap(data)), limit+1)])
+			data = data[:len(data)+n]
+			switch {
+			case int64(len(data)) > limit:
+				return nil, fmt.Errorf("%w: over max_frame_bytes (%d)", errFrameTooLarge, limit)
+			case err == io.EOF:
+				return data, nil
+			case err != nil:
+				return nil, classifyClose(err)
+			}
+		}
 	}
 }
 

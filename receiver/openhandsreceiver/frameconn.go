@@ -38,6 +38,9 @@ type frameConn struct {
 // frameConnBuffer is what one read from the socket takes at most.
 const frameConnBuffer = 4096
 
+// framedReadBuffer is the WebSocket reader's buffer over a frameConn.
+const framedReadBuffer = 512
+
 // maxFrameHeader is the longest WebSocket frame header (RFC 6455 §5.2).
 const maxFrameHeader = 14
 
@@ -180,6 +183,10 @@ func frameSize(b []byte) (int64, bool) {
 func frameDialer(d *websocket.Dialer, u *url.URL) (websocket.Dialer, **frameConn) {
 	out := *d
 	dialed := new(*frameConn)
+	framed := out
+	// The frameConn holds what is received: the WebSocket reader's own
+	// buffer needs little more than a frame header.
+	framed.ReadBufferSize = framedReadBuffer
 	wrap := func(conn net.Conn, err error) (net.Conn, error) {
 		if err != nil {
 			return nil, err
@@ -188,18 +195,18 @@ func frameDialer(d *websocket.Dialer, u *url.URL) (websocket.Dialer, **frameConn
 		return *dialed, nil
 	}
 	if u.Scheme == "ws" {
-		out.NetDialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		framed.NetDialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			var nd net.Dialer
 			return wrap(nd.DialContext(ctx, network, addr))
 		}
-		return out, dialed
+		return framed, dialed
 	}
 	if d.Proxy != nil {
 		if proxy, err := d.Proxy(&http.Request{URL: &url.URL{Scheme: "https", Host: u.Host}}); err != nil || proxy != nil {
 			return out, dialed
 		}
 	}
-	out.NetDialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+	framed.NetDialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		cfg := &tls.Config{}
 		if d.TLSClientConfig != nil {
 			cfg = d.TLSClientConfig.Clone()
@@ -207,5 +214,5 @@ func frameDialer(d *websocket.Dialer, u *url.URL) (websocket.Dialer, **frameConn
 		td := tls.Dialer{Config: cfg} // an empty ServerName is the host of addr
 		return wrap(td.DialContext(ctx, network, addr))
 	}
-	return out, dialed
+	return framed, dialed
 }

@@ -3,6 +3,8 @@ package openhandsreceiver
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"io"
 	"net"
@@ -155,35 +157,54 @@ func TestFrameConnReadsAFrameAtATime(t *testing.T) {
 }
 
 // TestFrameDialerTellsAWaitingFrame dials a real WebSocket server through
-// frameDialer: frames sent together are known to wait, the last is not.
+// frameDialer, in the clear and over TLS: of frames received together,
+// each but the last is known to have another waiting behind it; a ping
+// between them does not count.
 func TestFrameDialerTellsAWaitingFrame(t *testing.T) {
-	sent := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	for _, tlsOn := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ws", true: "wss"}[tlsOn], func(t *testing.T) { testFrameDialer(t, tlsOn) })
+	}
+}
+
+func testFrameDialer(t *testing.T, tlsOn bool) {
+	burst := bytes.Join([][]byte{
+		wsFrame(true, websocket.TextMessage, []byte("one"), false),
+		wsFrame(true, websocket.PingMessage, []byte("p"), false),
+		wsFrame(true, websocket.TextMessage, []byte("two"), false),
+		wsFrame(true, websocket.TextMessage, []byte("three"), false),
+	}, nil)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
 		if err != nil {
 			return
 		}
 		defer conn.Close()
-		// Three messages and a ping, written as one burst before any read.
-		_ = conn.WriteMessage(websocket.TextMessage, []byte("one"))
-		_ = conn.WriteControl(websocket.PingMessage, []byte("p"), time.Now().Add(time.Second))
-		_ = conn.WriteMessage(websocket.TextMessage, []byte("two"))
-		_ = conn.WriteMessage(websocket.TextMessage, []byte("three"))
-		close(sent)
-		_, _, _ = conn.ReadMessage() // until the client goes
+		if _, _, err := conn.ReadMessage(); err != nil { // the client's go-ahead
+			return
+		}
+		_, _ = conn.NetConn().Write(burst) // one write: the frames arrive together
+		_, _, _ = conn.ReadMessage()       // until the client goes
 	}))
+	base := &websocket.Dialer{HandshakeTimeout: 5 * time.Second}
+	if tlsOn {
+		srv.StartTLS()
+		base.TLSClientConfig = &tls.Config{RootCAs: x509.NewCertPool()}
+		base.TLSClientConfig.RootCAs.AddCert(srv.Certificate())
+	} else {
+		srv.Start()
+	}
 	defer srv.Close()
 	u, err := url.Parse("ws" + strings.TrimPrefix(srv.URL, "http"))
 	require.NoError(t, err)
-	dialer, fc := frameDialer(websocket.DefaultDialer, u)
+	dialer, fc := frameDialer(base, u)
 	conn, resp, err := dialer.DialContext(context.Background(), u.String(), nil)
 	require.NoError(t, err)
 	resp.Body.Close()
 	defer conn.Close()
 	require.NotNil(t, *fc)
 	(*fc).startFrames()
-	<-sent
-	time.Sleep(50 * time.Millisecond) // the burst is in the socket buffer
+	require.NoError(t, conn.WriteMessage(websocket.TextMessage, []byte("go")))
+	time.Sleep(100 * time.Millisecond) // the burst is in the socket buffer
 
 	var got []string
 	var waiting []bool
