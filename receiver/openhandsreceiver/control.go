@@ -92,7 +92,7 @@ func (c *conversation) Resend(ctx context.Context, ev *aep.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.flushLocked(ctx)
-	if err := c.emitter.consume(ctx, c.emitter.records(ctx, []*aep.Event{ev})); err != nil {
+	if err := c.emitter.consume(ctx, c.emitter.records([]*aep.Event{ev})); err != nil {
 		c.watch.rl.Error("emit:"+c.id, "could not re-send a recorded control ack", zap.String("conversation", c.id), zap.Error(err))
 	}
 }

@@ -715,7 +715,7 @@ func (c *conversation) decoded(ctx context.Context, ev mapping.Event, err error)
 			zap.String("conversation", c.id), zap.Error(err))
 		return false
 	}
-	w.tel.vendorEvent(ctx, ev.Kind())
+	w.tel.vendorEvent(ev.Kind())
 	return true
 }
 
@@ -820,7 +820,7 @@ func (c *conversation) flushLocked(ctx context.Context) {
 // to, handed to the pipeline, then marked done; a crash anywhere in
 // between re-sends exactly those records on the next start (journal).
 func (c *conversation) emitLocked(ctx context.Context, events []*aep.Event) {
-	logs := c.emitter.batch(ctx, events)
+	logs := c.emitter.batch(events)
 	if logs.LogRecordCount() == 0 {
 		return
 	}

@@ -33,17 +33,17 @@ type sessionEmitter struct {
 // batch assigns each event its position and projects it to a log record,
 // all in one ResourceLogs. This is the only place that assigns seq:
 // positions follow emission order, strictly increasing within the epoch.
-func (e *sessionEmitter) batch(ctx context.Context, events []*aep.Event) plog.Logs {
+func (e *sessionEmitter) batch(events []*aep.Event) plog.Logs {
 	for _, ev := range events {
 		ev.Epoch, ev.Seq = aep.Int64(e.epoch), aep.Int64(e.seq)
 		e.seq++
 	}
-	return e.records(ctx, events)
+	return e.records(events)
 }
 
 // records projects already positioned events to log records, unchanged:
 // a batch, or a recorded control ack re-sent byte-identically.
-func (e *sessionEmitter) records(ctx context.Context, events []*aep.Event) plog.Logs {
+func (e *sessionEmitter) records(events []*aep.Event) plog.Logs {
 	logs := plog.NewLogs()
 	if len(events) == 0 {
 		return logs
@@ -64,7 +64,7 @@ func (e *sessionEmitter) records(ctx context.Context, events []*aep.Event) plog.
 		}
 		lr.SetObservedTimestamp(observed)
 		lr.MoveTo(sl.LogRecords().AppendEmpty())
-		e.tel.aepEvent(ctx, ev.Type)
+		e.tel.aepEvent(ev.Type)
 	}
 	return logs
 }

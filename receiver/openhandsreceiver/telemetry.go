@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -16,8 +17,8 @@ import (
 // telemetry holds the receiver's internal metrics (README "Metrics").
 type telemetry struct {
 	attached        metric.Int64UpDownCounter
-	vendorEvents    metric.Int64Counter
-	aepEvents       metric.Int64Counter
+	vendorEvents    eventCounts // otelcol_openhands_vendor_events, by kind
+	aepEvents       eventCounts // otelcol_openhands_aep_events, by type
 	duplicates      metric.Int64Counter
 	reconnects      metric.Int64Counter
 	decodeErrors    metric.Int64Counter
@@ -27,51 +28,75 @@ type telemetry struct {
 	batchesResent   metric.Int64Counter
 	restCatchUps    metric.Int64Counter
 	overflowed      metric.Int64Gauge
-	// kinds and types are the per-event attributes, built once per value.
-	kinds, types attributeOptions
 }
 
-// attributeOptions holds the measurement option of each value of one
-// attribute: an event counted by kind or type would otherwise build, sort
-// and hash an attribute set per event. Past maxCachedValues (a server
-// inventing kinds) options are built per call instead.
-type attributeOptions struct {
-	key    string
-	mu     sync.RWMutex
-	byName map[string]metric.MeasurementOption
+// eventCounts counts events by the value of one attribute with an atomic
+// add, and reports the counts to an observable counter when the meter
+// collects: a synchronous counter's Add, per event, cost about as much as
+// decoding the event. The values are a bounded set (known kinds, AEP
+// types); past maxCountedValues (a server inventing kinds) new values
+// count under "other".
+type eventCounts struct {
+	key     string
+	mu      sync.RWMutex
+	byValue map[string]*eventCount
 }
 
-const maxCachedValues = 256
+type eventCount struct {
+	n    atomic.Int64
+	attr metric.ObserveOption
+}
 
-func (a *attributeOptions) of(value string) metric.MeasurementOption {
-	a.mu.RLock()
-	opt, ok := a.byName[value]
-	a.mu.RUnlock()
-	if ok {
-		return opt
+const maxCountedValues = 256
+
+func (c *eventCounts) add(value string) {
+	c.mu.RLock()
+	n, ok := c.byValue[value]
+	c.mu.RUnlock()
+	if !ok {
+		n = c.counter(value)
 	}
-	opt = metric.WithAttributeSet(attribute.NewSet(attribute.String(a.key, value)))
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.byName == nil {
-		a.byName = make(map[string]metric.MeasurementOption)
+	n.n.Add(1)
+}
+
+func (c *eventCounts) counter(value string) *eventCount {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byValue == nil {
+		c.byValue = make(map[string]*eventCount)
 	}
-	if len(a.byName) < maxCachedValues {
-		a.byName[value] = opt
+	if len(c.byValue) >= maxCountedValues {
+		value = "other"
 	}
-	return opt
+	n, ok := c.byValue[value]
+	if !ok {
+		n = &eventCount{attr: metric.WithAttributeSet(attribute.NewSet(attribute.String(c.key, value)))}
+		c.byValue[value] = n
+	}
+	return n
+}
+
+func (c *eventCounts) observe(_ context.Context, o metric.Int64Observer) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, n := range c.byValue {
+		o.Observe(n.n.Load(), n.attr)
+	}
+	return nil
 }
 
 func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	m := set.MeterProvider.Meter(scopeName)
-	t := telemetry{kinds: attributeOptions{key: "kind"}, types: attributeOptions{key: "type"}}
+	t := telemetry{vendorEvents: eventCounts{key: "kind"}, aepEvents: eventCounts{key: "type"}}
 	var errs [12]error
 	t.attached, errs[0] = m.Int64UpDownCounter("otelcol_openhands_conversations_attached",
 		metric.WithDescription("Conversations with an attached WebSocket."), metric.WithUnit("{conversation}"))
-	t.vendorEvents, errs[1] = m.Int64Counter("otelcol_openhands_vendor_events",
-		metric.WithDescription("Agent-server events received, by kind (duplicates included)."), metric.WithUnit("{event}"))
-	t.aepEvents, errs[2] = m.Int64Counter("otelcol_openhands_aep_events",
-		metric.WithDescription("AEP events emitted as log records, by type."), metric.WithUnit("{event}"))
+	_, errs[1] = m.Int64ObservableCounter("otelcol_openhands_vendor_events",
+		metric.WithDescription("Agent-server events received, by kind (duplicates included)."), metric.WithUnit("{event}"),
+		metric.WithInt64Callback(t.vendorEvents.observe))
+	_, errs[2] = m.Int64ObservableCounter("otelcol_openhands_aep_events",
+		metric.WithDescription("AEP events emitted as log records, by type."), metric.WithUnit("{event}"),
+		metric.WithInt64Callback(t.aepEvents.observe))
 	t.duplicates, errs[3] = m.Int64Counter("otelcol_openhands_duplicates_dropped",
 		metric.WithDescription("Vendor events dropped because their id was already seen (replay overlap)."), metric.WithUnit("{event}"))
 	t.reconnects, errs[4] = m.Int64Counter("otelcol_openhands_reconnects",
@@ -103,11 +128,11 @@ func (t *telemetry) decodeError(ctx context.Context, cause string) {
 
 // vendorEvent counts one received event; kinds outside the known union
 // count as "other" so that a server cannot blow up metric cardinality.
-func (t *telemetry) vendorEvent(ctx context.Context, kind string) {
+func (t *telemetry) vendorEvent(kind string) {
 	if !mapping.KnownKind(kind) {
 		kind = "other"
 	}
-	t.vendorEvents.Add(ctx, 1, t.kinds.of(kind))
+	t.vendorEvents.add(kind)
 }
 
 func (t *telemetry) restCatchUp(ctx context.Context, outcome string) {
@@ -118,8 +143,8 @@ func (t *telemetry) overflow(ctx context.Context, server string, waiting int) {
 	t.overflowed.Record(ctx, int64(waiting), metric.WithAttributes(attribute.String("server", server)))
 }
 
-func (t *telemetry) aepEvent(ctx context.Context, eventType string) {
-	t.aepEvents.Add(ctx, 1, t.types.of(eventType))
+func (t *telemetry) aepEvent(eventType string) {
+	t.aepEvents.add(eventType)
 }
 
 func (t *telemetry) mapped(ctx context.Context, d time.Duration) {
