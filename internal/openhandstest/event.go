@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 )
 
 // Event is one OpenHands event as it travels on the wire: a JSON object with
@@ -160,13 +162,12 @@ func marshalJSON(v any) ([]byte, error) {
 
 // decodeEvent decodes a JSON object keeping numbers exact.
 func decodeEvent(raw []byte) (Event, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var ev Event
-	if err := dec.Decode(&ev); err != nil {
+	v, err := aep.DecodeValue(raw) // numbers stay json.Number
+	if err != nil {
 		return nil, fmt.Errorf("decode event: %w", err)
 	}
-	if ev == nil {
+	ev, ok := v.(map[string]any)
+	if !ok {
 		return nil, fmt.Errorf("decode event: not a JSON object")
 	}
 	return ev, nil
