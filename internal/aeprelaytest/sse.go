@@ -139,17 +139,22 @@ func (r *Relay) handleStream(w http.ResponseWriter, req *http.Request) {
 		case <-s.killed:
 			return
 		case <-heartbeat.C:
-			if err := s.write(w, rc, r.cfg.WriteTimeout, sseMessage{comment: "ping"}); err != nil {
+			if s.write(w, rc, r.cfg.WriteTimeout, sseMessage{comment: "ping"}) != nil || s.flush(rc, r.cfg.WriteTimeout) != nil {
 				return
 			}
 		case <-s.out.ready:
+			// What is queued goes out with one flush.
 			for _, m := range s.out.take() {
 				if m.end {
+					_ = s.flush(rc, r.cfg.WriteTimeout)
 					return
 				}
 				if err := s.write(w, rc, r.cfg.WriteTimeout, m); err != nil {
 					return
 				}
+			}
+			if err := s.flush(rc, r.cfg.WriteTimeout); err != nil {
+				return
 			}
 		}
 	}
@@ -228,7 +233,7 @@ func (s *sseStream) write(w http.ResponseWriter, rc *http.ResponseController, ti
 	if _, err := w.Write([]byte(b.String())); err != nil {
 		return fmt.Errorf("write SSE message: %w", err)
 	}
-	return s.flush(rc, timeout)
+	return nil
 }
 
 func (s *sseStream) flush(rc *http.ResponseController, timeout time.Duration) error {

@@ -49,14 +49,16 @@ func Locate(ev *aep.Event) (Position, bool) {
 	if ev.Run == "" {
 		return Position{}, false
 	}
-	run := emitter(ev.Source) + "\n" + ev.Run
-	pos := Position{Kind: KindRun, TraceID: traceID(run), SpanID: spanID(run + "\nrun")}
-	var key string
+	run := runKey{emitter(ev.Source), ev.Run}
+	pos := Position{Kind: KindRun, TraceID: traceID(run), SpanID: spanID(run, "run", "")}
+	var label, key string
 	switch {
 	case strings.HasPrefix(ev.Type, "tool."):
-		pos.Kind, key = KindTool, toolKey(ev)
+		pos.Kind = KindTool
+		label, key = toolKey(ev)
 	case strings.HasPrefix(ev.Type, "attention."):
-		pos.Kind, key = KindAttention, attentionKey(ev)
+		pos.Kind = KindAttention
+		label, key = "attention ", attentionKey(ev)
 	default:
 		return pos, true
 	}
@@ -64,9 +66,12 @@ func Locate(ev *aep.Event) (Position, bool) {
 		return Position{}, false
 	}
 	pos.ParentID = pos.SpanID
-	pos.SpanID = spanID(run + "\n" + key)
+	pos.SpanID = spanID(run, label, key)
 	return pos, true
 }
+
+// runKey names a run: its emitter and run id.
+type runKey struct{ emitter, run string }
 
 // emitter is the source without its query: an emitter may qualify its
 // source by generation (the openhands receiver's ?epoch= after a restart
@@ -90,40 +95,36 @@ func (p Position) Traceparent() string {
 	return b.String()
 }
 
-func toolKey(ev *aep.Event) string {
+// toolKey names a tool span: a label and the id after it.
+func toolKey(ev *aep.Event) (label, id string) {
 	if tool, ok := ev.Data["tool"].(map[string]any); ok {
 		if id, ok := tool["call_id"].(string); ok && id != "" {
-			return "tool call " + id
+			return "tool call ", id
 		}
 	}
 	requested := ev.Cause
 	if ev.Type == "tool.requested" {
 		requested = ev.ID
 	}
-	if requested == "" {
-		return ""
-	}
-	return "tool event " + requested
+	return "tool event ", requested
 }
 
 func attentionKey(ev *aep.Event) string {
-	requested := ev.Cause
 	switch {
 	case ev.Type == "attention.requested":
-		requested = ev.ID
+		return ev.ID
 	case ev.Subject != "":
-		requested = ev.Subject
+		return ev.Subject
 	}
-	if requested == "" {
-		return ""
-	}
-	return "attention " + requested
+	return ev.Cause
 }
 
-// traceID and spanID hash their key; an all-zero id is invalid in W3C
-// trace context, so that one value (1 in 2^128, 2^64) is nudged.
-func traceID(key string) [16]byte {
-	sum := sha256.Sum256([]byte("aep trace\n" + key))
+// traceID and spanID hash "aep trace|span\n<emitter>\n<run>[\n<label><key>]";
+// an all-zero id is invalid in W3C trace context, so that one value (1 in
+// 2^128, 2^64) is nudged. The text is assembled in a stack buffer: every
+// event of a run is located.
+func traceID(run runKey) [16]byte {
+	sum := idSum("aep trace", run, "", "")
 	var id [16]byte
 	copy(id[:], sum[:])
 	if id == ([16]byte{}) {
@@ -132,12 +133,23 @@ func traceID(key string) [16]byte {
 	return id
 }
 
-func spanID(key string) [8]byte {
-	sum := sha256.Sum256([]byte("aep span\n" + key))
+func spanID(run runKey, label, key string) [8]byte {
+	sum := idSum("aep span", run, label, key)
 	var id [8]byte
 	copy(id[:], sum[:])
 	if id == ([8]byte{}) {
 		id[7] = 1
 	}
 	return id
+}
+
+func idSum(domain string, run runKey, label, key string) [sha256.Size]byte {
+	var buf [256]byte
+	b := append(buf[:0], domain...)
+	b = append(append(b, '\n'), run.emitter...)
+	b = append(append(b, '\n'), run.run...)
+	if label != "" {
+		b = append(append(append(b, '\n'), label...), key...)
+	}
+	return sha256.Sum256(b)
 }
