@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -21,6 +21,7 @@ import (
 // integer and float kinds, or an *Event / Event (serialized as its wire form).
 func Canonical(v any) ([]byte, error) {
 	var b strings.Builder
+	b.Grow(512)
 	if err := writeCanonical(&b, v); err != nil {
 		return nil, err
 	}
@@ -77,10 +78,16 @@ func writeCanonical(b *strings.Builder, v any) error {
 		b.WriteByte(']')
 	case map[string]any:
 		keys := make([]string, 0, len(t))
+		ascii := true
 		for k := range t {
 			keys = append(keys, k)
+			ascii = ascii && isASCII(k)
 		}
-		sort.Slice(keys, func(i, j int) bool { return lessUTF16(keys[i], keys[j]) })
+		if ascii {
+			slices.Sort(keys) // byte order is UTF-16 order for ASCII
+		} else {
+			slices.SortFunc(keys, compareUTF16)
+		}
 		b.WriteByte('{')
 		for i, k := range keys {
 			if i > 0 {
@@ -130,18 +137,11 @@ func writeCanonicalEvent(b *strings.Builder, e *Event) error {
 	return writeCanonical(b, m)
 }
 
-// lessUTF16 compares strings by UTF-16 code units, as RFC 8785 §3.2.3 sorts.
-func lessUTF16(a, b string) bool {
-	if isASCII(a) && isASCII(b) {
-		return a < b
-	}
+// compareUTF16 orders strings by UTF-16 code units, as RFC 8785 §3.2.3
+// sorts.
+func compareUTF16(a, b string) int {
 	ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
-	for i := 0; i < len(ua) && i < len(ub); i++ {
-		if ua[i] != ub[i] {
-			return ua[i] < ub[i]
-		}
-	}
-	return len(ua) < len(ub)
+	return slices.Compare(ua, ub)
 }
 
 func isASCII(s string) bool {
