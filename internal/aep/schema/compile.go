@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -17,8 +18,8 @@ const baseURL = "aep://schemas/0.1/"
 
 const typesRegistryPath = "registry/types.json"
 
-// validator holds the compiled schemas. Compiled schemas are immutable and
-// safe for concurrent use.
+// validator holds the compiled schemas (immutable) and a cache of valid
+// sources; it is safe for concurrent use.
 type validator struct {
 	envelope *jsonschema.Schema
 	// payloads maps an event type to its payload schema; registered types
@@ -27,6 +28,9 @@ type validator struct {
 	// uri is the schema library's uri format, the one the envelope asserts
 	// on source; the native envelope checks call it rather than mirror it.
 	uri func(any) error
+	// knownSources are sources that passed uri (sourceURI).
+	knownSources     sync.Map
+	knownSourceCount atomic.Int64
 }
 
 // compiled compiles every schema once, on first use.

@@ -431,6 +431,24 @@ func (v *validator) attributeReason(a attribute, val value) string {
 }
 
 // stringReason checks the content of a string attribute.
+// sourceURI checks a source against the uri format once: a stream carries
+// the same few sources over and over, and parsing one is most of an
+// envelope check. At most maxKnownSources are remembered.
+func (v *validator) sourceURI(s string) error {
+	if _, ok := v.knownSources.Load(s); ok {
+		return nil
+	}
+	if err := v.uri(s); err != nil {
+		return err
+	}
+	if v.knownSourceCount.Add(1) <= maxKnownSources {
+		v.knownSources.Store(s, struct{}{})
+	}
+	return nil
+}
+
+const maxKnownSources = 4096
+
 func (v *validator) stringReason(a attribute, s string) string {
 	switch a {
 	case attrType:
@@ -443,7 +461,7 @@ func (v *validator) stringReason(a attribute, s string) string {
 		}
 	case attrSource:
 		// The uri format refuses "" too, before minLength would.
-		if err := v.uri(s); err != nil {
+		if err := v.sourceURI(s); err != nil {
 			return "not an absolute URI: " + err.Error()
 		}
 	case attrTraceparent:
