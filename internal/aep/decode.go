@@ -158,27 +158,39 @@ func (d *decoder) object(depth int) (any, error) {
 			return nil, err
 		}
 		d.members = append(d.members, member{key, v})
+		switch closed, err := d.next('}'); {
+		case err != nil:
+			return nil, err
+		case !closed:
+			continue
+		}
+		members := d.members[base:]
+		obj := make(map[string]any, len(members))
+		for _, m := range members {
+			obj[m.key] = m.value // a later duplicate wins
+		}
+		clear(members)
+		d.members = d.members[:base]
+		return obj, nil
+	}
+}
+
+// next reads what follows a member or an element: a comma, or the
+// closing bracket, which closed reports.
+func (d *decoder) next(closing byte) (closed bool, err error) {
+	d.skipSpace()
+	switch {
+	case d.pos >= len(d.data):
+		return false, errUnexpectedEnd
+	case d.data[d.pos] == ',':
+		d.pos++
 		d.skipSpace()
-		if d.pos >= len(d.data) {
-			return nil, errUnexpectedEnd
-		}
-		switch d.data[d.pos] {
-		case ',':
-			d.pos++
-			d.skipSpace()
-		case '}':
-			d.pos++
-			members := d.members[base:]
-			obj := make(map[string]any, len(members))
-			for _, m := range members {
-				obj[m.key] = m.value // a later duplicate wins
-			}
-			clear(members)
-			d.members = d.members[:base]
-			return obj, nil
-		default:
-			return nil, d.unexpected()
-		}
+		return false, nil
+	case d.data[d.pos] == closing:
+		d.pos++
+		return true, nil
+	default:
+		return false, d.unexpected()
 	}
 }
 
@@ -199,19 +211,11 @@ func (d *decoder) array(depth int) (any, error) {
 			return nil, err
 		}
 		arr = append(arr, v)
-		d.skipSpace()
-		if d.pos >= len(d.data) {
-			return nil, errUnexpectedEnd
-		}
-		switch d.data[d.pos] {
-		case ',':
-			d.pos++
-			d.skipSpace()
-		case ']':
-			d.pos++
+		switch closed, err := d.next(']'); {
+		case err != nil:
+			return nil, err
+		case closed:
 			return arr, nil
-		default:
-			return nil, d.unexpected()
 		}
 	}
 }
