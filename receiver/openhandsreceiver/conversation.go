@@ -781,7 +781,7 @@ func (c *conversation) processLocked(ctx context.Context, ev mapping.Event, how 
 	}
 	prev := c.mapper.Status()
 	var out []*aep.Event
-	if connectSnapshot || predates(ev.Timestamp(), c.resumeTS) && ev.Transient() {
+	if connectSnapshot || ev.Transient() && predates(ev.Timestamp(), c.resumeTS) {
 		// A snapshot older than a persisted event already mapped (one that
 		// waited in the socket buffer while the legacy history was paged)
 		// must not move the status back: it is mapped as stale.
