@@ -77,26 +77,79 @@ type converter struct {
 	ceiling aep.Capture
 }
 
-// convert walks ld in record order.
+// convert converts every record of ld, in record order.
 func (c converter) convert(ld plog.Logs) converted {
-	var out converted
-	for ri, rl := range ld.ResourceLogs().All() {
-		for si, sl := range rl.ScopeLogs().All() {
-			for li, lr := range sl.LogRecords().All() {
-				ev, ref := c.event(lr, rl.Resource())
-				switch {
-				case errors.Is(ref.err, projection.ErrNotAEP):
-					out.skipped = append(out.skipped, lr.EventName())
-				case ref.err != nil:
-					out.refused = append(out.refused, ref)
-				default:
-					ev.record = recordRef{resource: ri, scope: si, record: li}
-					out.events = append(out.events, ev)
-				}
+	return c.source(ld).all()
+}
+
+// source converts ld's records lazily, in record order.
+func (c converter) source(ld plog.Logs) *pushSource {
+	return &pushSource{c: c, ld: ld}
+}
+
+// pushSource converts one push's records as the transport takes their
+// events, a chunk at a time: a socket has the first events on the wire,
+// and the relay working on them, while the later ones are converted.
+type pushSource struct {
+	c  converter
+	ld plog.Logs
+	// next is the record to convert next.
+	next recordRef
+	out  converted
+	// taken counts the events of out handed to the transport.
+	taken int
+}
+
+// take converts records until up to n events are ready, and hands them
+// on; none once every record is converted and every event taken.
+func (p *pushSource) take(n int) []outboundEvent {
+	for len(p.out.events)-p.taken < n && p.convertNext() {
+	}
+	chunk := p.out.events[p.taken:min(len(p.out.events), p.taken+n)]
+	p.taken += len(chunk)
+	return chunk
+}
+
+// hasEvents reports whether an event is still to be taken.
+func (p *pushSource) hasEvents() bool {
+	for len(p.out.events) == p.taken && p.convertNext() {
+	}
+	return len(p.out.events) > p.taken
+}
+
+// all converts what is left and returns the whole push.
+func (p *pushSource) all() converted {
+	for p.convertNext() {
+	}
+	return p.out
+}
+
+// convertNext converts the next record; false when none is left.
+func (p *pushSource) convertNext() bool {
+	rls := p.ld.ResourceLogs()
+	for ; p.next.resource < rls.Len(); p.next.resource, p.next.scope = p.next.resource+1, 0 {
+		rl := rls.At(p.next.resource)
+		for ; p.next.scope < rl.ScopeLogs().Len(); p.next.scope, p.next.record = p.next.scope+1, 0 {
+			records := rl.ScopeLogs().At(p.next.scope).LogRecords()
+			if p.next.record == records.Len() {
+				continue
 			}
+			lr := records.At(p.next.record)
+			ev, ref := p.c.event(lr, rl.Resource())
+			switch {
+			case errors.Is(ref.err, projection.ErrNotAEP):
+				p.out.skipped = append(p.out.skipped, lr.EventName())
+			case ref.err != nil:
+				p.out.refused = append(p.out.refused, ref)
+			default:
+				ev.record = p.next
+				p.out.events = append(p.out.events, ev)
+			}
+			p.next.record++
+			return true
 		}
 	}
-	return out
+	return false
 }
 
 // event rebuilds, checks, down-levels, marshals and validates one record.

@@ -22,10 +22,11 @@ const logEvery = time.Minute
 // transport is a relay binding: it delivers one push's events in order.
 type transport interface {
 	start(ctx context.Context, host component.Host) error
-	// send returns nil once the relay confirmed every event, a permanent
-	// error when resending cannot help, or a retryable one (an
-	// *unsentError when part of the push was settled).
-	send(ctx context.Context, events []outboundEvent) error
+	// send takes the push's events from src and returns nil once the
+	// relay confirmed every one, a permanent error when resending cannot
+	// help, or a retryable one (an *unsentError when part of the push was
+	// settled).
+	send(ctx context.Context, src *pushSource) error
 	shutdown(ctx context.Context) error
 }
 
@@ -83,12 +84,13 @@ func (e *relayExporter) shutdown(ctx context.Context) error {
 // failure carries only the records still to be sent, so a retry neither
 // resends what the relay settled nor counts a drop twice.
 func (e *relayExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
-	batch := e.converter.convert(ld)
-	e.account(ctx, batch)
-	if len(batch.events) == 0 {
-		return nil
+	src := e.converter.source(ld)
+	var err error
+	if src.hasEvents() {
+		err = e.transport.send(ctx, src)
 	}
-	err := e.transport.send(ctx, batch.events)
+	batch := src.all()
+	e.account(ctx, batch)
 	if err == nil || consumererror.IsPermanent(err) {
 		return err
 	}

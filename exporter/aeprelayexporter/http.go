@@ -73,7 +73,8 @@ func (h *httpTransport) shutdown(context.Context) error {
 
 // send posts the events in order. A retryable failure after part of them
 // was settled is an *unsentError naming what is still to go.
-func (h *httpTransport) send(ctx context.Context, events []outboundEvent) error {
+func (h *httpTransport) send(ctx context.Context, src *pushSource) error {
+	events := src.all().events
 	settled, err := h.deliver(ctx, events)
 	switch {
 	case err == nil:

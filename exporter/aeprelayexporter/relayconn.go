@@ -2,7 +2,6 @@ package aeprelayexporter // import "github.com/otelcol-openhands/otelcol-openhan
 
 import (
 	"encoding/json"
-	"errors"
 	"sync"
 	"time"
 
@@ -77,36 +76,52 @@ func (c *relayConn) writeJSON(deadline time.Time, frame any) error {
 	return c.write(deadline, raw)
 }
 
-// writeBatch sends the events, one frame each in order, then the ping
-// whose pong confirms them: the relay handles frames in order. The frames
-// leave together (coalescingConn).
-func (c *relayConn) writeBatch(deadline time.Time, events []outboundEvent, ping []byte) error {
+// writeChunk is how many events are converted ahead of their write.
+const writeChunk = 64
+
+// writeBatch sends src's events, one frame each in order, then the ping
+// whose pong confirms them: the relay handles frames in order. Each chunk
+// is registered with w and leaves in one write (coalescingConn) before
+// the next is converted.
+func (c *relayConn) writeBatch(deadline time.Time, w *batchWait, src *pushSource, ping []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	if err := c.ws.SetWriteDeadline(deadline); err != nil {
 		return err
 	}
-	c.tcp.hold()
-	for _, ev := range events {
-		if err := c.ws.WriteMessage(websocket.TextMessage, ev.raw); err != nil {
-			_ = c.tcp.release()
+	for chunk := src.take(writeChunk); len(chunk) > 0; chunk = src.take(writeChunk) {
+		c.register(w, chunk)
+		c.tcp.hold()
+		for _, ev := range chunk {
+			if err := c.ws.WriteMessage(websocket.TextMessage, ev.raw); err != nil {
+				_ = c.tcp.release()
+				return err
+			}
+		}
+		if err := c.tcp.release(); err != nil {
 			return err
 		}
 	}
-	err := c.ws.WriteMessage(websocket.TextMessage, ping)
-	return errors.Join(err, c.tcp.release())
+	return c.ws.WriteMessage(websocket.TextMessage, ping)
 }
 
-// await registers a batch before it and its ping are written.
-func (c *relayConn) await(token string, events []outboundEvent) *batchWait {
-	w := &batchWait{token: token, events: events, pong: make(chan struct{})}
+// await registers a batch before any of it is written.
+func (c *relayConn) await(token string) *batchWait {
+	w := &batchWait{token: token, pong: make(chan struct{})}
 	c.waitMu.Lock()
 	defer c.waitMu.Unlock()
 	c.batches[token] = w
+	return w
+}
+
+// register adds events to w before they are written.
+func (c *relayConn) register(w *batchWait, events []outboundEvent) {
+	c.waitMu.Lock()
+	defer c.waitMu.Unlock()
+	w.events = append(w.events, events...)
 	for _, ev := range events {
 		c.awaiting[ev.id] = w
 	}
-	return w
 }
 
 // settle unregisters a batch and returns the refusals it got; none can

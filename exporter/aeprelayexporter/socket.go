@@ -196,7 +196,7 @@ func (s *socketTransport) connected(ctx context.Context) (*relayConn, error) {
 // dropped, counted and logged, and never resent: the same bytes would be
 // refused again. Any other failure is retryable: exporterhelper resends
 // the same ids, and the relay dedupes buffer admission on (source, id).
-func (s *socketTransport) send(ctx context.Context, events []outboundEvent) error {
+func (s *socketTransport) send(ctx context.Context, src *pushSource) error {
 	conn, err := s.connected(ctx)
 	if err != nil {
 		return err
@@ -206,20 +206,20 @@ func (s *socketTransport) send(ctx context.Context, events []outboundEvent) erro
 	if err != nil {
 		return consumererror.NewPermanent(err)
 	}
-	wait := conn.await(token, events)
-	err = s.confirm(ctx, conn, wait, ping)
-	return s.settle(ctx, events, conn.settle(wait), err)
+	wait := conn.await(token)
+	err = s.confirm(ctx, conn, wait, src, ping)
+	return s.settle(ctx, src.all().events, conn.settle(wait), err)
 }
 
-// confirm writes a registered batch and its ping and waits for the pong.
-func (s *socketTransport) confirm(ctx context.Context, conn *relayConn, wait *batchWait, ping []byte) error {
-	n := len(wait.events)
+// confirm writes the push's events and their ping and waits for the pong.
+func (s *socketTransport) confirm(ctx context.Context, conn *relayConn, wait *batchWait, src *pushSource, ping []byte) error {
 	start := time.Now()
-	if err := conn.writeBatch(writeDeadline(ctx, s.cfg.ConfirmTimeout), wait.events, ping); err != nil {
-		err = fmt.Errorf("write %d events to the AEP relay: %w", n, err)
+	if err := conn.writeBatch(writeDeadline(ctx, s.cfg.ConfirmTimeout), wait, src, ping); err != nil {
+		err = fmt.Errorf("write %d events to the AEP relay: %w", len(wait.events), err)
 		conn.fail(err)
 		return err
 	}
+	n := len(wait.events)
 	timer := time.NewTimer(s.cfg.ConfirmTimeout)
 	defer timer.Stop()
 	select {

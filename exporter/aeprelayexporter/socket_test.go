@@ -572,6 +572,28 @@ func TestSocketRelayRefusalIsACountedRejection(t *testing.T) {
 	assert.Len(t, relay.Hellos(), 1, "a refusal does not end the connection")
 }
 
+// TestSocketWritesAPushInChunks pushes more events than one chunk
+// (writeChunk): they arrive in record order, under one ping, and a refusal
+// in any chunk is settled like one in the first.
+func TestSocketWritesAPushInChunks(t *testing.T) {
+	n := 3*writeChunk + 5
+	for _, refused := range []int{0, 2*writeChunk + 1, n - 1} {
+		t.Run(fmt.Sprintf("refused %d of %d", refused, n), func(t *testing.T) {
+			var refusals atomic.Int64
+			relay := startRelay(t, aeprelaytest.Config{Refuse: refuseSeq(int64(refused), &refusals)})
+			h := startExporter(t, socketConfig(relay), nil)
+			events := sessionEvents("s1", n)
+
+			require.NoError(t, h.consume(t, logsOf(t, events...)))
+
+			assert.Equal(t, ids(slices.Delete(slices.Clone(events), refused, refused+1)), relayIDs(relay))
+			assert.Equal(t, int64(1), refusals.Load())
+			assert.Equal(t, int64(1), h.counter(t, "otelcol_aeprelay_batches_confirmed"), "one push, one ping")
+			requireRelayRefusal(t, h, "websocket", events[refused], n)
+		})
+	}
+}
+
 func TestSocketRefusedEventIsNotResentWithTheRest(t *testing.T) {
 	var refusals atomic.Int64
 	relay := startRelay(t, aeprelaytest.Config{Refuse: refuseSeq(4, &refusals)})
