@@ -6,15 +6,15 @@ import (
 	"sync"
 )
 
-// coalesceFlushBytes bounds what a held batch buffers before it is
+// coalesceFlushBytes bounds what a held chunk buffers before it is
 // written anyway.
 const coalesceFlushBytes = 64 << 10
 
 // coalescingConn is the TCP connection under a relay socket (under TLS,
-// when there is TLS). While a batch is written it holds the frames, so
-// that the batch and its ping leave in a few writes instead of one system
-// call per frame; otherwise, as for the hello and the frames the socket
-// writes on its own (pongs, close), it writes through.
+// when there is TLS). While a chunk of a batch is written it holds the
+// frames, so that the chunk leaves in one write instead of one system call
+// per frame; otherwise, as for the hello, the ping and the frames the
+// socket writes on its own (pongs, close), it writes through.
 type coalescingConn struct {
 	net.Conn
 	mu      sync.Mutex

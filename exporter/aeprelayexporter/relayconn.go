@@ -13,7 +13,8 @@ import (
 // the read loop is the connection manager's.
 type relayConn struct {
 	ws *websocket.Conn
-	// tcp is under ws; it holds a batch's frames until the ping is written.
+	// tcp is under ws; it holds each chunk's frames until the chunk is
+	// written.
 	tcp *coalescingConn
 
 	writeMu sync.Mutex
@@ -82,27 +83,30 @@ const writeChunk = 64
 // writeBatch sends src's events, one frame each in order, then the ping
 // whose pong confirms them: the relay handles frames in order. Each chunk
 // is registered with w and leaves in one write (coalescingConn) before
-// the next is converted.
-func (c *relayConn) writeBatch(deadline time.Time, w *batchWait, src *pushSource, ping []byte) error {
+// the next is converted. first is when the first chunk was written.
+func (c *relayConn) writeBatch(deadline time.Time, w *batchWait, src *pushSource, ping []byte) (first time.Time, err error) {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	if err := c.ws.SetWriteDeadline(deadline); err != nil {
-		return err
+		return first, err
 	}
 	for chunk := src.take(writeChunk); len(chunk) > 0; chunk = src.take(writeChunk) {
+		if first.IsZero() {
+			first = time.Now()
+		}
 		c.register(w, chunk)
 		c.tcp.hold()
 		for _, ev := range chunk {
 			if err := c.ws.WriteMessage(websocket.TextMessage, ev.raw); err != nil {
 				_ = c.tcp.release()
-				return err
+				return first, err
 			}
 		}
 		if err := c.tcp.release(); err != nil {
-			return err
+			return first, err
 		}
 	}
-	return c.ws.WriteMessage(websocket.TextMessage, ping)
+	return first, c.ws.WriteMessage(websocket.TextMessage, ping)
 }
 
 // await registers a batch before any of it is written.

@@ -213,13 +213,13 @@ func (s *socketTransport) send(ctx context.Context, src *pushSource) error {
 
 // confirm writes the push's events and their ping and waits for the pong.
 func (s *socketTransport) confirm(ctx context.Context, conn *relayConn, wait *batchWait, src *pushSource, ping []byte) error {
-	start := time.Now()
-	if err := conn.writeBatch(writeDeadline(ctx, s.cfg.ConfirmTimeout), wait, src, ping); err != nil {
-		err = fmt.Errorf("write %d events to the AEP relay: %w", len(wait.events), err)
+	start, err := conn.writeBatch(writeDeadline(ctx, s.cfg.ConfirmTimeout), wait, src, ping)
+	n := len(wait.events)
+	if err != nil {
+		err = fmt.Errorf("write events to the AEP relay (%d of the batch so far): %w", n, err)
 		conn.fail(err)
 		return err
 	}
-	n := len(wait.events)
 	timer := time.NewTimer(s.cfg.ConfirmTimeout)
 	defer timer.Stop()
 	select {

@@ -572,10 +572,10 @@ func TestSocketRelayRefusalIsACountedRejection(t *testing.T) {
 	assert.Len(t, relay.Hellos(), 1, "a refusal does not end the connection")
 }
 
-// TestSocketWritesAPushInChunks pushes more events than one chunk
+// TestSocketSettlesEveryChunkOfAPush pushes more events than one chunk
 // (writeChunk): they arrive in record order, under one ping, and a refusal
 // in any chunk is settled like one in the first.
-func TestSocketWritesAPushInChunks(t *testing.T) {
+func TestSocketSettlesEveryChunkOfAPush(t *testing.T) {
 	n := 3*writeChunk + 5
 	for _, refused := range []int{0, 2*writeChunk + 1, n - 1} {
 		t.Run(fmt.Sprintf("refused %d of %d", refused, n), func(t *testing.T) {
