@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -469,12 +470,9 @@ func readFrameInto(conn *websocket.Conn, limit int64, buf []byte) ([]byte, error
 			continue // the server sends JSON text frames only
 		}
 		data := buf[:0]
-		if cap(data) == 0 {
-			data = make([]byte, 0, 512) // as io.ReadAll starts
-		}
 		for {
 			if len(data) == cap(data) {
-				data = append(data, 0)[:len(data)] // room to read into
+				data = slices.Grow(data, 512) // room to read into, as io.ReadAll makes
 			}
 			n, err := r.Read(data[len(data):min(int64(cap(data)), limit+1)])
 			data = data[:len(data)+n]

@@ -30,9 +30,11 @@ type frameConn struct {
 	w   int
 
 	framing bool
-	// left is what remains of the current frame to hand on (framing), or
-	// how much of a response head's end ("\r\n\r\n") was last handed on.
-	left int64
+	// frameLeft is what remains of the current frame to hand on.
+	frameLeft int64
+	// headEnd is how much of a response head's end ("\r\n\r\n") was
+	// last handed on, before startFrames.
+	headEnd int
 }
 
 // frameConnBuffer is what one read from the socket takes at most.
@@ -50,7 +52,7 @@ func newFrameConn(conn net.Conn) *frameConn {
 
 // startFrames is called once the handshake's response has been read.
 func (c *frameConn) startFrames() {
-	c.framing, c.left = true, 0
+	c.framing = true
 }
 
 func (c *frameConn) Read(p []byte) (int, error) {
@@ -65,18 +67,18 @@ func (c *frameConn) Read(p []byte) (int, error) {
 	if !c.framing {
 		return c.readHead(p), nil
 	}
-	for c.left == 0 { // at a frame boundary: learn the next frame's length
+	for c.frameLeft == 0 { // at a frame boundary: learn the next frame's length
 		if size, ok := frameSize(c.buf[c.r:c.w]); ok {
-			c.left = size
+			c.frameLeft = size
 			break
 		}
 		if err := c.fill(); err != nil {
 			return 0, err
 		}
 	}
-	n := copy(p[:min(int64(len(p)), c.left)], c.buf[c.r:c.w])
+	n := copy(p[:min(int64(len(p)), c.frameLeft)], c.buf[c.r:c.w])
 	c.r += n
-	c.left -= int64(n)
+	c.frameLeft -= int64(n)
 	return n, nil
 }
 
@@ -90,15 +92,15 @@ func (c *frameConn) readHead(p []byte) int {
 		n++
 		c.r++
 		switch {
-		case b == end[c.left]:
-			c.left++
+		case b == end[c.headEnd]:
+			c.headEnd++
 		case b == '\r':
-			c.left = 1
+			c.headEnd = 1
 		default:
-			c.left = 0
+			c.headEnd = 0
 		}
-		if c.left == int64(len(end)) {
-			c.left = 0
+		if c.headEnd == len(end) {
+			c.headEnd = 0
 			break
 		}
 	}
@@ -130,7 +132,7 @@ func (c *frameConn) wholeFrameWaiting() bool {
 	if c == nil {
 		return false
 	}
-	if !c.framing || c.left != 0 {
+	if !c.framing || c.frameLeft != 0 {
 		return false
 	}
 	for rest := c.buf[c.r:c.w]; ; {
@@ -181,9 +183,8 @@ func frameSize(b []byte) (int64, bool) {
 // proxy to a TLS server it cannot be, and such a socket has no frameConn
 // (it emits after every frame).
 func frameDialer(d *websocket.Dialer, u *url.URL) (websocket.Dialer, **frameConn) {
-	out := *d
 	dialed := new(*frameConn)
-	framed := out
+	framed := *d
 	// The frameConn holds what is received: the WebSocket reader's own
 	// buffer needs little more than a frame header.
 	framed.ReadBufferSize = framedReadBuffer
@@ -203,7 +204,7 @@ func frameDialer(d *websocket.Dialer, u *url.URL) (websocket.Dialer, **frameConn
 	}
 	if d.Proxy != nil {
 		if proxy, err := d.Proxy(&http.Request{URL: &url.URL{Scheme: "https", Host: u.Host}}); err != nil || proxy != nil {
-			return out, dialed
+			return *d, dialed
 		}
 	}
 	framed.NetDialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
