@@ -35,8 +35,6 @@ func DecodeValue(raw []byte) (any, error) {
 	return v, nil
 }
 
-func decodeValue(raw []byte) (any, error) { return DecodeValue(raw) }
-
 // decoder is one pass over a document; pos is the next byte to read.
 type decoder struct {
 	data []byte
@@ -62,7 +60,7 @@ type member struct {
 var decoders = sync.Pool{New: func() any { return new(decoder) }}
 
 func (d *decoder) release() {
-	clear(d.members[:cap(d.members)]) // the values must not outlive the call
+	clear(d.members) // what an error left; a closed object clears its own
 	d.data, d.members, d.buf = nil, d.members[:0], d.buf[:0]
 	decoders.Put(d)
 }

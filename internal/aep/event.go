@@ -315,7 +315,7 @@ func writeJSON(b *bytes.Buffer, v any) error {
 // an error; unknown attributes are kept as extensions, whatever their value,
 // so that a relay can preserve them and validation can judge them.
 func (e *Event) UnmarshalJSON(raw []byte) error {
-	v, err := decodeValue(raw)
+	v, err := DecodeValue(raw)
 	if err != nil {
 		return fmt.Errorf("aep: event is not a JSON object: %w", err)
 	}

@@ -1,6 +1,7 @@
 package runtrace
 
 import (
+	"crypto/sha256"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -79,4 +80,36 @@ func TestLocate(t *testing.T) {
 func TestTraceparent(t *testing.T) {
 	pos, _ := Locate(event("run.started", "R", nil))
 	assert.Regexp(t, `^00-[0-9a-f]{32}-[0-9a-f]{16}-01$`, pos.Traceparent())
+}
+
+// TestIDsHashTheirText pins what the ids hash: "aep trace\n" or "aep span\n"
+// before emitter, run and span key joined by newlines. Stored traces and a
+// consumer built from another release rely on the same bytes.
+func TestIDsHashTheirText(t *testing.T) {
+	sum := func(text string) [32]byte { return sha256.Sum256([]byte(text)) }
+	run := "aep://h/agent/a/session/s\nrun:s:1"
+	wantTrace := sum("aep trace\n" + run)
+	wantRun := sum("aep span\n" + run + "\nrun")
+	for _, c := range []struct {
+		name, key string
+		ev        *aep.Event
+	}{
+		{"run", "", event("run.started", "R", func(ev *aep.Event) { ev.Source += "?epoch=2" })},
+		{"tool by call id", "tool call c1", event("tool.requested", "T1", withCall("c1"))},
+		{"tool by event", "tool event T2", event("tool.requested", "T2", nil)},
+		{"attention", "attention A1", event("attention.requested", "A1", nil)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pos, ok := Locate(c.ev)
+			require.True(t, ok)
+			assert.Equal(t, wantTrace[:16], pos.TraceID[:])
+			if c.key == "" {
+				assert.Equal(t, wantRun[:8], pos.SpanID[:])
+				return
+			}
+			assert.Equal(t, wantRun[:8], pos.ParentID[:])
+			want := sum("aep span\n" + run + "\n" + c.key)
+			assert.Equal(t, want[:8], pos.SpanID[:])
+		})
+	}
 }
