@@ -24,13 +24,20 @@ type validator struct {
 	envelope *jsonschema.Schema
 	// payloads maps an event type to its payload schema; registered types
 	// without one (and unregistered or vendor types) are absent.
-	payloads map[string]*jsonschema.Schema
+	payloads map[string]payloadSchema
 	// uri is the schema library's uri format, the one the envelope asserts
 	// on source; the native envelope checks call it rather than mirror it.
 	uri func(any) error
 	// knownSources are sources that passed uri (sourceURI).
 	knownSources     sync.Map
 	knownSourceCount atomic.Int64
+}
+
+// payloadSchema is a payload schema and, where its keywords allow, its
+// native check (nil otherwise).
+type payloadSchema struct {
+	library *jsonschema.Schema
+	check   *payloadCheck
 }
 
 // compiled compiles every schema once, on first use.
@@ -68,7 +75,7 @@ func compile() (*validator, error) {
 	if source == nil || source.Format == nil || source.Format.Name != "uri" {
 		return nil, fmt.Errorf("aep schema: %s: source has no uri format", schemas.EnvelopePath)
 	}
-	v := &validator{envelope: envelope, payloads: make(map[string]*jsonschema.Schema, len(reg.Types)),
+	v := &validator{envelope: envelope, payloads: make(map[string]payloadSchema, len(reg.Types)),
 		uri: source.Format.Validate}
 	for _, t := range reg.Types {
 		if t.Schema == nil {
@@ -78,7 +85,8 @@ func compile() (*validator, error) {
 		if err != nil {
 			return nil, fmt.Errorf("aep schema: payload of registered type %s: %w", t.Type, err)
 		}
-		v.payloads[t.Type] = sch
+		check, _ := compilePayload(sch)
+		v.payloads[t.Type] = payloadSchema{library: sch, check: check}
 	}
 	return v, nil
 }

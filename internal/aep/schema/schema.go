@@ -13,9 +13,11 @@
 // the envelope's type grammar already refuses unregistered categories.
 // A payload is checked only when data is present (capture none omits it).
 //
-// The envelope schema is checked by Go code that mirrors it (envelope.go),
-// the payload schemas by the schema library; differential tests hold the
-// two envelope paths to the same verdicts.
+// The envelope schema is checked by Go code that mirrors it (envelope.go);
+// differential tests hold the two envelope paths to the same verdicts.
+// Each payload schema is compiled to a native check of the keywords it
+// uses (payload.go), which passes valid payloads and leaves every other
+// one to the schema library, so errors are always the library's.
 package schema
 
 import (

@@ -25,30 +25,49 @@ func (v *validator) validateDecoded(doc map[string]any) error {
 	return v.checkDecodedPayload(doc)
 }
 
-// validateBySchema checks a decoded event with the envelope schema walked
-// by the schema library: the reference the native envelope checks are
-// proven against (differential_test.go).
+// validateBySchema checks a decoded event by the schema library alone,
+// the envelope schema and the payload schema walked: the reference the
+// native checks are proven against (differential_test.go,
+// payload_test.go).
 func (v *validator) validateBySchema(doc map[string]any) error {
 	if err := v.envelope.Validate(doc); err != nil {
 		return envelopeError(err)
 	}
-	return v.checkDecodedPayload(doc)
+	if typ, data, ok := payloadOf(doc); ok {
+		return v.checkPayloadBySchema(typ, data)
+	}
+	return nil
 }
 
 func (v *validator) checkDecodedPayload(doc map[string]any) error {
-	data, ok := doc["data"].(map[string]any)
-	if !ok {
-		return nil // absent (the envelope has checked that data is an object)
+	if typ, data, ok := payloadOf(doc); ok {
+		return v.checkPayload(typ, data)
 	}
-	typ, _ := doc["type"].(string)
-	return v.checkPayload(typ, data)
+	return nil
+}
+
+// payloadOf returns a decoded event's type and data; ok is false when
+// data is absent (the envelope has checked that data is an object).
+func payloadOf(doc map[string]any) (typ string, data map[string]any, ok bool) {
+	data, ok = doc["data"].(map[string]any)
+	typ, _ = doc["type"].(string)
+	return typ, data, ok
 }
 
 // checkPayload checks data against its type's payload schema, then the
-// prose rules.
+// prose rules. What the native check does not pass the library judges.
 func (v *validator) checkPayload(typ string, data map[string]any) error {
-	if sch := v.payloads[typ]; sch != nil {
-		if err := sch.Validate(data); err != nil {
+	if p := v.payloads[typ]; p.check != nil && p.check.passes(data) {
+		return checkForm(typ, data)
+	}
+	return v.checkPayloadBySchema(typ, data)
+}
+
+// checkPayloadBySchema is checkPayload with the payload schema walked by
+// the schema library.
+func (v *validator) checkPayloadBySchema(typ string, data map[string]any) error {
+	if p, ok := v.payloads[typ]; ok {
+		if err := p.library.Validate(data); err != nil {
 			return payloadError(err)
 		}
 	}
