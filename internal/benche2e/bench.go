@@ -89,7 +89,7 @@ func runBench(ctx context.Context, o options) error {
 		say("offering %g events/s for %s", rate, o.duration)
 		profile := ""
 		if o.profileDir != "" {
-			profile = filepath.Join(o.profileDir, fmt.Sprintf("ours-%g.pprof", rate))
+			profile = filepath.Join(o.profileDir, fmt.Sprintf("ours-%g", rate))
 		}
 		row, err := m.rate(ctx, rate, o.duration, profile)
 		if err != nil {
@@ -170,14 +170,15 @@ func (m *measure) rate(ctx context.Context, rate float64, d time.Duration, profi
 	}
 	var wg sync.WaitGroup
 	var plainSent int
-	var plainErr, profileErr error
+	var plainErr, cpuErr, allocsErr error
 	wg.Go(func() { plainSent, plainErr = loadOTLP(ctx, m.otlpURL, rate, d) })
 	if profile != "" {
-		wg.Go(func() { profileErr = saveCPUProfile(ctx, m.r.pprofAddr, d, profile) })
+		wg.Go(func() { cpuErr = saveProfile(ctx, m.r.pprofAddr, "profile", d, profile+".pprof") })
+		wg.Go(func() { allocsErr = saveProfile(ctx, m.r.pprofAddr, "allocs", d, profile+".allocs.pprof") })
 	}
 	appended, err := m.r.load(ctx, rate, d)
 	wg.Wait()
-	if err = firstErr(err, plainErr, profileErr); err != nil {
+	if err = firstErr(err, plainErr, cpuErr, allocsErr); err != nil {
 		return row, err
 	}
 	row.appended = appended

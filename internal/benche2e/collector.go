@@ -191,11 +191,12 @@ func confirmWait(ctx context.Context, metricsAddr string) (count, sum float64, e
 	return count, sum, scanner.Err()
 }
 
-// saveCPUProfile writes a CPU profile of the collector over d to path.
-func saveCPUProfile(ctx context.Context, pprofAddr string, d time.Duration, path string) error {
+// saveProfile writes a profile of the collector over d to path: kind is
+// "profile" (CPU) or "allocs" (what was allocated meanwhile).
+func saveProfile(ctx context.Context, pprofAddr, kind string, d time.Duration, path string) error {
 	ctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
 	defer cancel()
-	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr, int(d.Seconds()))
+	url := fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", pprofAddr, kind, int(d.Seconds()))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err

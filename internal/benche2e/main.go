@@ -74,7 +74,7 @@ func main() {
 	flag.DurationVar(&o.batchTimeout, "batch-timeout", 200*time.Millisecond, "batch processor timeout of both pipelines")
 	flag.IntVar(&o.burst, "burst", 2000, "events per conversation of the ceiling burst (0: skip)")
 	flag.IntVar(&o.idle, "idle", 1000, "idle conversations attached for the heap and RSS figures (0: skip)")
-	flag.StringVar(&o.profileDir, "profile-dir", "", "save a CPU profile of our collector per rate here")
+	flag.StringVar(&o.profileDir, "profile-dir", "", "save CPU and allocation profiles of our collector per rate here")
 	flag.BoolVar(&o.soak, "soak", false, "run the soak instead")
 	flag.Float64Var(&o.soakRate, "soak-rate", 200, "soak: events/s in total")
 	flag.DurationVar(&o.soakDuration, "soak-duration", 25*time.Minute, "soak: how long")
