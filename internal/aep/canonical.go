@@ -1,6 +1,7 @@
 package aep
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -20,26 +21,34 @@ import (
 // v may hold map[string]any, []any, string, bool, nil, json.Number, the Go
 // integer and float kinds, or an *Event / Event (serialized as its wire form).
 func Canonical(v any) ([]byte, error) {
-	var b strings.Builder
-	b.Grow(512)
-	if err := writeCanonical(&b, v); err != nil {
-		return nil, err
+	var out []byte
+	err := withCanonical(v, func(c []byte) { out = bytes.Clone(c) })
+	return out, err
+}
+
+// withCanonical hands use v's canonical JSON in a pooled buffer, valid
+// only during the call.
+func withCanonical(v any, use func([]byte)) error {
+	b := borrowBuffer()
+	defer returnBuffer(b)
+	if err := writeCanonical(b, v); err != nil {
+		return err
 	}
-	return []byte(b.String()), nil
+	use(b.Bytes())
+	return nil
 }
 
 // Digest is the AEP-0003 §9.3 content digest: SHA-256 over the canonical
 // JSON of the original (pre-redaction) content, hex of the first 16 bytes.
 func Digest(v any) (string, error) {
-	c, err := Canonical(v)
-	if err != nil {
+	var sum [sha256.Size]byte
+	if err := withCanonical(v, func(c []byte) { sum = sha256.Sum256(c) }); err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(c)
 	return hex.EncodeToString(sum[:16]), nil
 }
 
-func writeCanonical(b *strings.Builder, v any) error {
+func writeCanonical(b *bytes.Buffer, v any) error {
 	switch t := v.(type) {
 	case nil:
 		b.WriteString("null")
@@ -112,7 +121,7 @@ func writeCanonical(b *strings.Builder, v any) error {
 
 // writeCanonicalEvent writes the event's wire form canonically, without
 // a marshal and re-decode round trip.
-func writeCanonicalEvent(b *strings.Builder, e *Event) error {
+func writeCanonicalEvent(b *bytes.Buffer, e *Event) error {
 	m := make(map[string]any, len(coreNames)+len(e.Extensions))
 	for name, ext := range e.Extensions {
 		if err := CheckExtension(name, ext); err != nil {
@@ -156,7 +165,7 @@ func isASCII(s string) bool {
 // writeCanonicalString writes s quoted, escaping as RFC 8785 §3.2.2.2
 // says; invalid UTF-8 reads as U+FFFD, as ranging over s does. Runs that
 // need no escape are written whole.
-func writeCanonicalString(b *strings.Builder, s string) {
+func writeCanonicalString(b *bytes.Buffer, s string) {
 	b.WriteByte('"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -205,7 +214,7 @@ func writeCanonicalString(b *strings.Builder, s string) {
 // writeCanonicalNumber formats like ECMAScript Number.prototype.toString
 // (RFC 8785 §3.2.2.3): shortest round-trip digits, plain notation for
 // exponents in [-6, 21), otherwise d.ddde±x.
-func writeCanonicalNumber(b *strings.Builder, f float64) error {
+func writeCanonicalNumber(b *bytes.Buffer, f float64) error {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return fmt.Errorf("canonical json: %v is not a JSON number", f)
 	}

@@ -1,6 +1,7 @@
 package aep
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -54,7 +55,7 @@ func FuzzWriteCanonicalString(f *testing.F) {
 }
 
 func assertCanonicalString(t *testing.T, s string) {
-	var b strings.Builder
+	var b bytes.Buffer
 	writeCanonicalString(&b, s)
 	if got, want := b.String(), referenceCanonicalString(s); got != want {
 		t.Fatalf("writeCanonicalString(%q) = %s, want %s", s, got, want)

@@ -140,13 +140,8 @@ func (e *Event) EffectiveEpoch() int64 {
 // MarshalJSON writes the envelope in wire order, omitting absent optionals
 // and refusing ill-formed extension attributes (AEP-0001 §5.4).
 func (e Event) MarshalJSON() ([]byte, error) {
-	b := marshalBuffers.Get().(*bytes.Buffer)
-	defer func() {
-		if b.Cap() <= maxPooledMarshalBuffer {
-			b.Reset()
-			marshalBuffers.Put(b)
-		}
-	}()
+	b := borrowBuffer()
+	defer returnBuffer(b)
 	b.WriteByte('{')
 	first := true
 	field := func(name string) {
@@ -214,12 +209,22 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	return bytes.Clone(b.Bytes()), nil
 }
 
-// marshalBuffers lends MarshalJSON the buffer it writes in: the event is
-// copied out at its size, once, instead of the buffer growing per event.
-var marshalBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// buffers lend MarshalJSON and the canonical writer the buffer they write
+// in: the result is copied out at its size, once, instead of a buffer
+// growing per event.
+var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// maxPooledMarshalBuffer keeps a rare large event's buffer out of the pool.
-const maxPooledMarshalBuffer = 64 << 10
+// maxPooledBuffer keeps a rare large event's buffer out of the pool.
+const maxPooledBuffer = 64 << 10
+
+func borrowBuffer() *bytes.Buffer { return buffers.Get().(*bytes.Buffer) }
+
+func returnBuffer(b *bytes.Buffer) {
+	if b.Cap() <= maxPooledBuffer {
+		b.Reset()
+		buffers.Put(b)
+	}
+}
 
 // writeJSONString writes s as writeJSON would. Envelope strings are
 // almost always printable ASCII without quotes or backslashes, which need
