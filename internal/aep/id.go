@@ -11,13 +11,22 @@ const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 // in Unix milliseconds (48 bits), the entropy part the first 80 bits of
 // SHA-256(key). The same (t, key) always yields the same id, so a replayed
 // vendor fact maps to the same AEP id and consumers dedupe it on
-// (source, id). Instants before the Unix epoch clamp to 0.
-func DeterministicID(t time.Time, key string) string {
+// (source, id). Instants before the Unix epoch clamp to 0. The key is its
+// parts joined by newlines, written in a stack buffer rather than built.
+func DeterministicID(t time.Time, keyParts ...string) string {
 	ms := t.UnixMilli()
 	if ms < 0 {
 		ms = 0
 	}
-	sum := sha256.Sum256([]byte(key))
+	var buf [256]byte
+	key := buf[:0]
+	for i, part := range keyParts {
+		if i > 0 {
+			key = append(key, '\n')
+		}
+		key = append(key, part...)
+	}
+	sum := sha256.Sum256(key)
 	var raw [16]byte
 	for i := 5; i >= 0; i-- {
 		raw[i] = byte(ms)

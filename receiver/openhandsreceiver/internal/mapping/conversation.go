@@ -350,7 +350,15 @@ type emission struct {
 	c     *Conversation
 	time  string
 	out   []*aep.Event
-	count map[string]int // outputs so far per origin key and type
+	// counts are the outputs so far per origin key and type: a call has a
+	// few, so a list searched in order, kept in the emission's own array.
+	counts    []outputCount
+	countsBuf [4]outputCount
+}
+
+type outputCount struct {
+	origin, typ string
+	n           int
 }
 
 func (c *Conversation) begin(receivedAt time.Time) *emission {
@@ -359,13 +367,17 @@ func (c *Conversation) begin(receivedAt time.Time) *emission {
 
 // emit appends the next output of type typ derived from o.
 func (e *emission) emit(typ string, o origin) *aep.Event {
-	if e.count == nil {
-		e.count = make(map[string]int, 2)
+	for i := range e.counts {
+		if c := &e.counts[i]; c.origin == o.key && c.typ == typ {
+			c.n++
+			return e.emitAt(typ, o, c.n-1)
+		}
 	}
-	k := o.key + "\n" + typ
-	n := e.count[k]
-	e.count[k] = n + 1
-	return e.emitAt(typ, o, n)
+	if e.counts == nil {
+		e.counts = e.countsBuf[:0]
+	}
+	e.counts = append(e.counts, outputCount{origin: o.key, typ: typ, n: 1})
+	return e.emitAt(typ, o, 0)
 }
 
 // emitAt appends an output with an explicit ordinal among o's outputs of
@@ -373,10 +385,9 @@ func (e *emission) emit(typ string, o origin) *aep.Event {
 // vendor stamps unless the capture level is none.
 func (e *emission) emitAt(typ string, o origin, ordinal int) *aep.Event {
 	c := e.c
-	key := strings.Join([]string{c.cfg.Source, o.key, typ, strconv.Itoa(ordinal)}, "\n")
 	out := &aep.Event{
 		AEP:      aep.Version,
-		ID:       aep.DeterministicID(o.at, key),
+		ID:       aep.DeterministicID(o.at, c.cfg.Source, o.key, typ, strconv.Itoa(ordinal)),
 		Type:     typ,
 		Time:     e.time,
 		Source:   c.cfg.Source,
