@@ -71,20 +71,24 @@ func timeToUnixNano(s string) (uint64, error) {
 	return uint64(sec)*1e9 + micros*1000, nil
 }
 
-// defaultTimeText renders time_unix_nano the way the extras assume when
-// aep.wire.time is absent: UTC, "Z", and 3, 6 or 9 fraction digits, the
-// fewest that hold the value (golden events use 3).
-func defaultTimeText(ns uint64) string {
+// appendDefaultTime renders time_unix_nano the way the extras assume
+// when aep.wire.time is absent: UTC, "Z", and 3, 6 or 9 fraction digits,
+// the fewest that hold the value (golden events use 3).
+func appendDefaultTime(dst []byte, ns uint64) []byte {
 	t := time.Unix(int64(ns/1e9), int64(ns%1e9)).UTC()
 	switch {
 	case ns%1e6 == 0:
-		return t.Format("2006-01-02T15:04:05.000Z")
+		return t.AppendFormat(dst, "2006-01-02T15:04:05.000Z")
 	case ns%1e3 == 0:
-		return t.Format("2006-01-02T15:04:05.000000Z")
+		return t.AppendFormat(dst, "2006-01-02T15:04:05.000000Z")
 	default:
-		return t.Format("2006-01-02T15:04:05.000000000Z")
+		return t.AppendFormat(dst, "2006-01-02T15:04:05.000000000Z")
 	}
 }
+
+// maxDefaultTimeLen is the length of appendDefaultTime's longest text
+// within the OTLP range (9 fraction digits, a four-digit year).
+const maxDefaultTimeLen = len("2006-01-02T15:04:05.000000000Z")
 
 // traceContext is a parsed W3C traceparent.
 type traceContext struct {
@@ -124,7 +128,14 @@ func isLowerHex(s string) bool {
 	return true
 }
 
+// String writes the traceparent; tc.version is two hex digits (the
+// callers check it), so the text is always 55 bytes.
 func (tc traceContext) String() string {
-	return fmt.Sprintf("%s-%s-%s-%02x", tc.version,
-		hex.EncodeToString(tc.traceID[:]), hex.EncodeToString(tc.spanID[:]), tc.flags)
+	var b [55]byte
+	copy(b[:2], tc.version)
+	b[2], b[35], b[52] = '-', '-', '-'
+	hex.Encode(b[3:35], tc.traceID[:])
+	hex.Encode(b[36:52], tc.spanID[:])
+	hex.Encode(b[53:], []byte{tc.flags})
+	return string(b[:])
 }

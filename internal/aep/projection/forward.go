@@ -101,7 +101,8 @@ func projectLogRecord(ev *aep.Event, lr plog.LogRecord, opts Options) error {
 
 	// Lossless extras, each only when the standard fields cannot say it.
 	attrs.PutStr(WireVersion, ev.AEP)
-	if ns == 0 || defaultTimeText(ns) != ev.Time {
+	var timeText [maxDefaultTimeLen]byte
+	if ns == 0 || string(appendDefaultTime(timeText[:0], ns)) != ev.Time {
 		attrs.PutStr(WireTime, ev.Time)
 	}
 	if ev.Traceparent != "" && (tc.version != "00" || tc.traceID.IsEmpty()) {
@@ -113,7 +114,8 @@ func projectLogRecord(ev *aep.Event, lr plog.LogRecord, opts Options) error {
 	if ev.Capture == "" {
 		attrs.PutBool(WireCaptureDefaulted, true)
 	}
-	for _, name := range sortedKeys(ev.Extensions) {
+	var names [smallMap]string
+	for _, name := range appendSortedKeys(names[:0], ev.Extensions) {
 		if err := putExtension(attrs, name, ev.Extensions[name]); err != nil {
 			return err
 		}
@@ -142,7 +144,8 @@ func putData(lr plog.LogRecord, data map[string]any, gated bool) error {
 		lr.Attributes().PutStr(WireData, WireDataDropped)
 		return nil
 	}
-	keys := sortedKeys(data)
+	var keyBuf [smallMap]string
+	keys := appendSortedKeys(keyBuf[:0], data)
 	bodyKeys := 0
 	for _, k := range keys {
 		if !strings.HasPrefix(k, GenAIPrefix) {

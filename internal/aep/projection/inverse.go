@@ -199,7 +199,8 @@ func (f *recordFacts) readTime(lr plog.LogRecord) error {
 		if ns == 0 {
 			return errors.New("time_unix_nano is unset")
 		}
-		f.ev.Time = defaultTimeText(ns)
+		var text [maxDefaultTimeLen]byte
+		f.ev.Time = string(appendDefaultTime(text[:0], ns))
 		return nil
 	}
 	projected, err := timeToUnixNano(f.wireTime)

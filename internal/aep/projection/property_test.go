@@ -119,7 +119,7 @@ func randomCounter(r *rand.Rand) *int64 {
 func randomTime(r *rand.Rand) string {
 	t := time.Unix(r.Int64N(17e9), r.Int64N(1e9))
 	if r.IntN(3) == 0 {
-		return defaultTimeText(uint64(t.Truncate(time.Microsecond).UnixNano()))
+		return string(appendDefaultTime(nil, uint64(t.Truncate(time.Microsecond).UnixNano())))
 	}
 	zone := time.UTC
 	if r.IntN(2) == 0 {

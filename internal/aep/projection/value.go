@@ -57,7 +57,8 @@ func putValue(dst pcommon.Value, v any) error {
 	case map[string]any:
 		m := dst.SetEmptyMap()
 		m.EnsureCapacity(len(t))
-		for _, k := range sortedKeys(t) {
+		var keys [smallMap]string
+		for _, k := range appendSortedKeys(keys[:0], t) {
 			if err := putValue(m.PutEmpty(k), t[k]); err != nil {
 				return fmt.Errorf("%q: %w", k, err)
 			}
@@ -68,16 +69,18 @@ func putValue(dst pcommon.Value, v any) error {
 	return nil
 }
 
-// sortedKeys fixes the order of attributes and map entries, so the same
-// event always yields the same record.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+// appendSortedKeys appends m's keys to dst, sorted: it fixes the order of
+// attributes and map entries, so the same event always yields the same
+// record. Callers pass a stack array of smallMap keys, enough for most.
+func appendSortedKeys[V any](dst []string, m map[string]V) []string {
 	for k := range m {
-		keys = append(keys, k)
+		dst = append(dst, k)
 	}
-	slices.Sort(keys)
-	return keys
+	slices.Sort(dst)
+	return dst
 }
+
+const smallMap = 16
 
 func putDouble(dst pcommon.Value, f float64) error {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
