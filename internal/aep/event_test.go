@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,6 +155,11 @@ func TestDeterministicID(t *testing.T) {
 	assert.Less(t, DeterministicID(ts, "z"), DeterministicID(ts.Add(time.Second), "a"))
 	assert.Equal(t, "01K00000000000000000000000"[:1], DeterministicID(ts, "k")[:1])
 	assert.Equal(t, "0000000000", DeterministicID(time.Unix(0, 0), "k")[:10])
+	// The key is its parts joined by newlines, past the stack buffer too.
+	assert.Equal(t, DeterministicID(ts, "src\nev_1\n0"), DeterministicID(ts, "src", "ev_1", "0"))
+	long := strings.Repeat("x", 300)
+	assert.Equal(t, DeterministicID(ts, "src\n"+long), DeterministicID(ts, "src", long))
+	assert.NotEqual(t, DeterministicID(ts, "src"+long), DeterministicID(ts, "src", long))
 }
 
 func benchmarkEvent(b *testing.B) []byte {
