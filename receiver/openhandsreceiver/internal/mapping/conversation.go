@@ -347,9 +347,9 @@ func vendorTime(ts string, fallback time.Time) time.Time {
 
 // emission collects the outputs of one call.
 type emission struct {
-	c     *Conversation
-	time  string
-	out   []*aep.Event
+	c    *Conversation
+	time string
+	out  []*aep.Event
 	// counts are the outputs so far per origin key and type: a call has a
 	// few, so a list searched in order, kept in the emission's own array.
 	counts    []outputCount
