@@ -41,11 +41,18 @@ func withCanonical(v any, use func([]byte)) error {
 // Digest is the AEP-0003 §9.3 content digest: SHA-256 over the canonical
 // JSON of the original (pre-redaction) content, hex of the first 16 bytes.
 func Digest(v any) (string, error) {
-	var sum [sha256.Size]byte
-	if err := withCanonical(v, func(c []byte) { sum = sha256.Sum256(c) }); err != nil {
+	sum, err := CanonicalSum(v)
+	if err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(sum[:16]), nil
+}
+
+// CanonicalSum is the SHA-256 of v's canonical JSON, hashed where it is
+// written rather than copied out first.
+func CanonicalSum(v any) (sum [sha256.Size]byte, err error) {
+	err = withCanonical(v, func(c []byte) { sum = sha256.Sum256(c) })
+	return sum, err
 }
 
 func writeCanonical(b *bytes.Buffer, v any) error {

@@ -91,12 +91,11 @@ func (c *Checker) Add(ev *aep.Event) error {
 		c.sessions = make(map[sessionKey]*session)
 		c.acks = make(map[digest]struct{})
 	}
-	canonical, err := aep.Canonical(ev)
+	sum, err := aep.CanonicalSum(ev)
 	if err != nil {
 		return fmt.Errorf("aep stream: canonical form of %s %s: %w", ev.Type, ev.ID, err)
 	}
 	var content digest
-	sum := sha256.Sum256(canonical)
 	copy(content[:], sum[:])
 
 	idKey := pairDigest(ev.Source, ev.ID)
