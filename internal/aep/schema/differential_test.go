@@ -408,14 +408,7 @@ func TestValidateEventMatchesItsWireForm(t *testing.T) {
 	for range 100 {
 		deep = map[string]any{"d": deep}
 	}
-	var base *aep.Event
-	for _, line := range aeptest.Golden(t) {
-		if line.Event.Type == "tool.completed" {
-			base = line.Event
-			break
-		}
-	}
-	require.NotNil(t, base)
+	base := goldenToolCompleted(t).Event
 
 	tests := []struct {
 		name   string
@@ -646,13 +639,7 @@ func librarySchema(tb testing.TB, doc string) *jsonschema.Schema {
 
 func BenchmarkValidateEnvelope(b *testing.B) {
 	v := testValidator(b)
-	var raw []byte
-	for _, l := range aeptest.Golden(b) {
-		if l.Event.Type == "tool.completed" {
-			raw = l.Raw
-			break
-		}
-	}
+	raw := goldenToolCompleted(b).Raw
 	doc, err := decodeEvent(raw)
 	require.NoError(b, err)
 	delete(doc, "data")

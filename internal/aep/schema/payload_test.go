@@ -203,14 +203,7 @@ func text(v any) string {
 
 func BenchmarkCheckPayload(b *testing.B) {
 	v := testValidator(b)
-	var ev *aep.Event
-	for _, l := range aeptest.Golden(b) {
-		if l.Event.Type == "tool.completed" {
-			ev = l.Event
-			break
-		}
-	}
-	require.NotNil(b, ev)
+	ev := goldenToolCompleted(b).Event
 	b.Run("native", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

@@ -168,15 +168,21 @@ func TestErrorNeverDumpsLargeValues(t *testing.T) {
 	assert.Less(t, len(err.Error()), 400, "%v", err)
 }
 
-func BenchmarkValidate(b *testing.B) {
-	var line aeptest.GoldenLine
-	for _, l := range aeptest.Golden(b) {
+// goldenToolCompleted is the golden stream's first tool.completed event:
+// the tests and benchmarks that want a payload-rich event use it.
+func goldenToolCompleted(tb testing.TB) aeptest.GoldenLine {
+	tb.Helper()
+	for _, l := range aeptest.Golden(tb) {
 		if l.Event.Type == "tool.completed" {
-			line = l
-			break
+			return l
 		}
 	}
-	require.NotNil(b, line.Event, "golden has a tool.completed event")
+	tb.Fatal("golden has no tool.completed event")
+	return aeptest.GoldenLine{}
+}
+
+func BenchmarkValidate(b *testing.B) {
+	line := goldenToolCompleted(b)
 	require.NoError(b, ValidateJSON(line.Raw)) // compile outside the timer
 
 	b.Run("ValidateJSON", func(b *testing.B) {
