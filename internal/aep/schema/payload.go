@@ -161,27 +161,30 @@ func compilePayload(s *jsonschema.Schema) (*payloadCheck, bool) {
 			c.properties[name] = p
 		}
 	}
-	for _, sub := range []struct {
-		from *jsonschema.Schema
-		to   **payloadCheck
-	}{{s.Items2020, &c.items}, {s.Then, &c.then}} {
-		if sub.from == nil {
-			continue
-		}
-		p, ok := compilePayload(sub.from)
-		if !ok {
-			return nil, false
-		}
-		*sub.to = p
+	var ok bool
+	if c.items, ok = compileSubschema(s.Items2020); !ok {
+		return nil, false
+	}
+	if c.then, ok = compileSubschema(s.Then); !ok {
+		return nil, false
 	}
 	if s.If != nil {
-		p, ok := compilePayload(s.If)
+		check, ok := compilePayload(s.If)
 		if !ok {
 			return nil, false
 		}
-		c.ifSchema = &conditionSchema{check: p, library: s.If}
+		c.ifSchema = &conditionSchema{check: check, library: s.If}
 	}
 	return c, true
+}
+
+// compileSubschema is compilePayload of a keyword's schema, nil when the
+// keyword is absent.
+func compileSubschema(s *jsonschema.Schema) (*payloadCheck, bool) {
+	if s == nil {
+		return nil, true
+	}
+	return compilePayload(s)
 }
 
 // knownKeywords are the Schema fields compilePayload reads, or that do
