@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -131,29 +132,29 @@ func TestFrameConnReadsAFrameAtATime(t *testing.T) {
 	stream := append([]byte(head), bytes.Join(frames, nil)...)
 	for _, chunk := range []int{1, 3, 7, 64, 4096, len(stream)} {
 		fc := newFrameConn(&chunkConn{data: bytes.Clone(stream), chunk: chunk})
-		var got []byte
-		for len(got) < len(head) {
-			p := make([]byte, 1024)
-			n, err := fc.Read(p)
-			require.NoError(t, err)
-			got = append(got, p[:n]...)
-			require.LessOrEqual(t, len(got), len(head), "chunk %d: a handshake read crossed the head's end", chunk)
-		}
+		assert.Equal(t, head, string(readPart(t, fc, len(head), "chunk %d: the handshake", chunk)))
 		fc.startFrames()
 		for i, f := range frames {
-			var frame []byte
-			for len(frame) < len(f) {
-				p := make([]byte, 4096)
-				n, err := fc.Read(p)
-				require.NoError(t, err)
-				frame = append(frame, p[:n]...)
-				require.LessOrEqual(t, len(frame), len(f), "chunk %d: a read crossed the end of frame %d", chunk, i)
-			}
-			assert.Equal(t, f, frame, "chunk %d: frame %d", chunk, i)
+			assert.Equal(t, f, readPart(t, fc, len(f), "chunk %d: frame %d", chunk, i))
 		}
 		_, err := fc.Read(make([]byte, 1))
 		assert.ErrorIs(t, err, io.EOF)
 	}
+}
+
+// readPart reads a part of n bytes from fc with reads that may return
+// more, failing if one crosses the part's end.
+func readPart(t *testing.T, fc *frameConn, n int, part string, args ...any) []byte {
+	t.Helper()
+	var got []byte
+	for len(got) < n {
+		p := make([]byte, 4096)
+		k, err := fc.Read(p)
+		require.NoError(t, err)
+		got = append(got, p[:k]...)
+		require.LessOrEqual(t, len(got), n, "%s: a read crossed its end", fmt.Sprintf(part, args...))
+	}
+	return got
 }
 
 // TestFrameDialerTellsAWaitingFrame dials a real WebSocket server through
