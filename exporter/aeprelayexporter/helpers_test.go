@@ -127,6 +127,13 @@ func withRetry(cfg *Config) *Config {
 	return cfg
 }
 
+// withQueue turns exporterhelper's sending queue on, as by default: the
+// push returns once its records are queued.
+func withQueue(cfg *Config) *Config {
+	cfg.QueueConfig = createDefaultConfig().(*Config).QueueConfig
+	return cfg
+}
+
 // harness is a started exporter with its telemetry and log.
 type harness struct {
 	exp  exporter.Logs

@@ -1,0 +1,90 @@
+package aeprelayexporter
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aeprelaytest"
+)
+
+// TestRefusedCredentialsAreRetried: a relay that refuses the exporter's
+// token for a while (a rotation, an auth proxy restarting) is an error
+// status and a counted refusal, never a permanent failure: the exporter
+// keeps trying, the queue holds the events, and every one arrives once the
+// relay accepts the token again.
+func TestRefusedCredentialsAreRetried(t *testing.T) {
+	for _, transport := range []Transport{TransportWebSocket, TransportHTTP} {
+		t.Run(string(transport), func(t *testing.T) {
+			relay := startRelay(t, aeprelaytest.Config{})
+			relay.SetToken("rotated")
+			cfg := withQueue(withRetry(socketConfig(relay)))
+			cfg.Transport = transport
+			h := startExporter(t, cfg, nil)
+			events := sessionEvents("s1", 6)
+			refusals := func() int64 {
+				return h.counter(t, "otelcol_aeprelay_auth_refused",
+					attribute.String("transport", string(transport)), attribute.Int("status_code", 401))
+			}
+
+			require.NoError(t, h.consume(t, logsOf(t, events[:3]...)))
+			eventually(t, "the relay to refuse the token twice", func() bool { return refusals() >= 2 })
+			require.NoError(t, h.consume(t, logsOf(t, events[3:]...)))
+			status, statusErr := h.host.lastStatus()
+			assert.Equal(t, componentstatus.StatusRecoverableError, status)
+			assert.ErrorContains(t, statusErr, "refused the credentials (HTTP 401)")
+
+			relay.SetToken(relayToken)
+			relay.Await(t, "every event", func(r *aeprelaytest.Relay) bool { return len(r.Events()) == len(events) })
+			assert.Equal(t, ids(events), relayIDs(relay), "nothing dropped, in order")
+			eventually(t, "status OK", func() bool {
+				status, _ := h.host.lastStatus()
+				return status == componentstatus.StatusOK
+			})
+			logged := h.logged("AEP relay refused this exporter's credentials; retrying with backoff, events stay queued until it accepts them")
+			require.Len(t, logged, 1, "one error a minute, however many refusals")
+			assert.Contains(t, logged[0].ContextMap()["relay"], relay.Addr(), "the log names the relay")
+			for _, entry := range h.logs.All() {
+				assert.NotContains(t, fmt.Sprint(entry.ContextMap()), relayToken, "log line %q leaks the token", entry.Message)
+			}
+			requireNoViolations(t, relay)
+		})
+	}
+}
+
+// TestRefusedCredentialsAreRetryable: 401 and 403 fail a push retryably
+// on both bindings, so that exporterhelper keeps it queued.
+func TestRefusedCredentialsAreRetryable(t *testing.T) {
+	for _, transport := range []Transport{TransportWebSocket, TransportHTTP} {
+		for _, code := range []int{http.StatusUnauthorized, http.StatusForbidden} {
+			t.Run(fmt.Sprintf("%s/%d", transport, code), func(t *testing.T) {
+				srv, _ := statusRelay(t, code, `{"error":"unauthorized"}`)
+				cfg := testConfig(srv.URL)
+				cfg.Transport = transport
+				cfg.Timeout = 300 * time.Millisecond
+				h := startExporter(t, cfg, nil)
+				refused := func() int64 {
+					return h.counter(t, "otelcol_aeprelay_auth_refused", attribute.Int("status_code", code))
+				}
+				if transport == TransportWebSocket {
+					eventually(t, "a refused dial", func() bool { return refused() >= 1 })
+				}
+
+				err := h.consume(t, logsOf(t, newEvent("s1", 0)))
+				require.Error(t, err)
+				assert.False(t, consumererror.IsPermanent(err), "refused credentials must be retryable: %v", err)
+				assert.Contains(t, err.Error(), fmt.Sprintf("refused the credentials (HTTP %d): check token or auth", code))
+				assert.GreaterOrEqual(t, refused(), int64(1))
+				status, _ := h.host.lastStatus()
+				assert.Equal(t, componentstatus.StatusRecoverableError, status)
+			})
+		}
+	}
+}
