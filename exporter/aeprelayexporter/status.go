@@ -59,7 +59,7 @@ func (r *statusReporter) credentialsRefused(ctx context.Context, err error) bool
 		return false
 	}
 	r.tel.authRefused(ctx, cerr.code)
-	r.rate.Error("credentials_refused", "AEP relay refused this exporter's credentials; retrying with backoff, events stay queued until it accepts them",
+	r.rate.Error("credentials_refused", "AEP relay refused this exporter's credentials; retrying with backoff, events wait until it accepts them",
 		zap.String("relay", cerr.relay), zap.Int("status_code", cerr.code), zap.Error(err))
 	return true
 }

@@ -25,8 +25,8 @@ func TestRefusedCredentialsAreRetried(t *testing.T) {
 		t.Run(string(transport), func(t *testing.T) {
 			relay := startRelay(t, aeprelaytest.Config{})
 			relay.SetToken("rotated")
-			cfg := withQueue(withRetry(socketConfig(relay)))
-			cfg.Transport = transport
+			cfg := withQueue(withRetry(testConfig(relay.URL())))
+			cfg.Transport, cfg.Token = transport, relayToken
 			h := startExporter(t, cfg, nil)
 			events := sessionEvents("s1", 6)
 			refusals := func() int64 {
@@ -48,7 +48,7 @@ func TestRefusedCredentialsAreRetried(t *testing.T) {
 				status, _ := h.host.lastStatus()
 				return status == componentstatus.StatusOK
 			})
-			logged := h.logged("AEP relay refused this exporter's credentials; retrying with backoff, events stay queued until it accepts them")
+			logged := h.logged("AEP relay refused this exporter's credentials; retrying with backoff, events wait until it accepts them")
 			require.Len(t, logged, 1, "one error a minute, however many refusals")
 			assert.Contains(t, logged[0].ContextMap()["relay"], relay.Addr(), "the log names the relay")
 			for _, entry := range h.logs.All() {
