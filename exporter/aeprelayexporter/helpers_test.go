@@ -165,6 +165,9 @@ func newHarness(t *testing.T, cfg *Config) *harness {
 	tel := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 	set := exportertest.NewNopSettings(componentType)
+	// The id a restarted collector keeps: the persistent queue's storage
+	// is keyed by it.
+	set.ID = component.NewID(componentType)
 	set.TelemetrySettings = tel.NewTelemetrySettings()
 	set.Logger = zap.New(core)
 	exp, err := NewFactory().CreateLogs(context.Background(), set, cfg)

@@ -1,15 +1,20 @@
 package aeprelayexporter
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aeprelaytest"
@@ -87,4 +92,52 @@ func TestRefusedCredentialsAreRetryable(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestPersistentQueueKeepsRefusedEventsAcrossARestart: events queued on
+// storage while the relay refuses the credentials survive a collector
+// restart and arrive once it accepts them.
+func TestPersistentQueueKeepsRefusedEventsAcrossARestart(t *testing.T) {
+	relay := startRelay(t, aeprelaytest.Config{})
+	relay.SetToken("rotated")
+	storageID := component.MustNewID("file_storage")
+	dir := t.TempDir()
+	cfg := withQueue(withRetry(testConfig(relay.URL())))
+	cfg.Token = relayToken
+	cfg.Timeout = 500 * time.Millisecond
+	cfg.QueueConfig.Get().StorageID = &storageID
+	events := sessionEvents("s1", 6)
+
+	ctx := context.Background()
+	before := newHarness(t, cfg)
+	before.host = newTestHost()
+	storage := startFileStorage(t, dir)
+	before.host.extensions[storageID] = storage
+	require.NoError(t, before.exp.Start(ctx, before.host))
+	require.NoError(t, before.consume(t, logsOf(t, events...)))
+	eventually(t, "a refused dial", func() bool { return before.counter(t, "otelcol_aeprelay_auth_refused") >= 1 })
+	require.NoError(t, before.exp.Shutdown(ctx))
+	require.NoError(t, storage.Shutdown(ctx))
+	assert.Empty(t, relay.Events())
+
+	relay.SetToken(relayToken)
+	host := newTestHost()
+	host.extensions[storageID] = startFileStorage(t, dir)
+	startExporter(t, cfg, host)
+	relay.Await(t, "every event", func(r *aeprelaytest.Relay) bool { return len(r.Events()) == len(events) })
+	assert.Equal(t, ids(events), relayIDs(relay))
+}
+
+// startFileStorage starts a file_storage extension on dir; cleanup stops
+// it unless the test did.
+func startFileStorage(t *testing.T, dir string) extension.Extension {
+	t.Helper()
+	factory := filestorage.NewFactory()
+	cfg := factory.CreateDefaultConfig().(*filestorage.Config)
+	cfg.Directory = dir
+	ext, err := factory.Create(context.Background(), extensiontest.NewNopSettings(factory.Type()), cfg)
+	require.NoError(t, err)
+	require.NoError(t, ext.Start(context.Background(), newTestHost()))
+	t.Cleanup(func() { _ = ext.Shutdown(context.Background()) })
+	return ext
 }
