@@ -48,7 +48,9 @@ func (s *socketTransport) run(ctx context.Context) {
 		}
 		s.status.recoverable(err)
 		s.setState(nil, err, nil)
-		s.rate.Warn("redial", "AEP relay connection unavailable; redialling with backoff", zap.String("relay", s.relay.display), zap.Int("attempt", attempt+1), zap.Error(err))
+		if !s.status.credentialsRefused(ctx, err) {
+			s.rate.Warn("redial", "AEP relay connection unavailable; redialling with backoff", zap.String("relay", s.relay.display), zap.Int("attempt", attempt+1), zap.Error(err))
+		}
 		if s.cfg.Reconnect.Sleep(ctx, attempt) != nil {
 			return
 		}

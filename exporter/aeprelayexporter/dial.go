@@ -87,11 +87,25 @@ func (s *socketTransport) dialError(resp *http.Response, err error) error {
 	}
 	switch resp.StatusCode {
 	case http.StatusUnauthorized, http.StatusForbidden:
-		return consumererror.NewPermanent(fmt.Errorf("AEP relay %s refused the credentials (HTTP %d): check token or auth", s.relay.display, resp.StatusCode))
+		return &credentialsError{relay: s.relay.display, code: resp.StatusCode}
 	case http.StatusUpgradeRequired:
 		return consumererror.NewPermanent(fmt.Errorf("AEP relay %s does not speak AEP %s (HTTP 426)", s.relay.display, aep.Version))
 	}
 	return fmt.Errorf("AEP relay %s refused the WebSocket upgrade (HTTP %d): %w", s.relay.display, resp.StatusCode, err)
+}
+
+// credentialsError is a relay's 401 or 403 (AEP-0003 §8). It is
+// retryable, never permanent: a token being rotated, an auth proxy
+// restarting or a token the operator is about to fix are states that
+// change without a collector restart, and a permanent error would drop
+// every later event.
+type credentialsError struct {
+	relay string
+	code  int
+}
+
+func (e *credentialsError) Error() string {
+	return fmt.Sprintf("AEP relay %s refused the credentials (HTTP %d): check token or auth", e.relay, e.code)
 }
 
 // awaitRelayHello reads until the relay's hello (AEP-0003 §2.3): one

@@ -48,10 +48,11 @@ func newRelayExporter(cfg *Config, set exporter.Settings) (*relayExporter, error
 	if err != nil {
 		return nil, fmt.Errorf("create the exporter's metrics: %w", err)
 	}
+	rate := ratelog.New(set.Logger, logEvery)
 	e := &relayExporter{
-		rate:      ratelog.New(set.Logger, logEvery),
+		rate:      rate,
 		tel:       tel,
-		status:    &statusReporter{},
+		status:    newStatusReporter(tel, rate),
 		converter: converter{ceiling: cfg.MaxCapture},
 	}
 	switch cfg.Transport {

@@ -32,10 +32,15 @@ func createDefaultConfig() component.Config {
 	// One consumer keeps each session's events in the order they were
 	// emitted: the relay orders by (epoch, seq) but fans out as received.
 	queue.NumConsumers = 1
+	retry := configretry.NewDefaultBackOffConfig()
+	// A relay away longer than a time bound (an outage, credentials being
+	// rotated) must not cost the queued events: the queue's size bounds
+	// what waits, and past it the receiver is refused and holds its own.
+	retry.MaxElapsedTime = 0
 	return &Config{
 		ClientConfig:   client,
 		QueueConfig:    configoptional.Some(queue),
-		RetryConfig:    configretry.NewDefaultBackOffConfig(),
+		RetryConfig:    retry,
 		Transport:      TransportWebSocket,
 		Agent:          "openhands",
 		Emits:          []string{"session", "run", "tool", "attention", "error", "state", "control"},

@@ -32,6 +32,7 @@ func TestFactory(t *testing.T) {
 	require.True(t, c.QueueConfig.HasValue(), "the sending queue is on by default")
 	assert.Equal(t, 1, c.QueueConfig.Get().NumConsumers, "one consumer keeps events in order")
 	assert.True(t, c.RetryConfig.Enabled)
+	assert.Zero(t, c.RetryConfig.MaxElapsedTime, "a queued push is retried until the relay takes it, never dropped on a clock")
 }
 
 func TestCreateStartShutdown(t *testing.T) {

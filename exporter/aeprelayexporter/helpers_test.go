@@ -127,6 +127,13 @@ func withRetry(cfg *Config) *Config {
 	return cfg
 }
 
+// withQueue turns exporterhelper's sending queue on, as by default: the
+// push returns once its records are queued.
+func withQueue(cfg *Config) *Config {
+	cfg.QueueConfig = createDefaultConfig().(*Config).QueueConfig
+	return cfg
+}
+
 // harness is a started exporter with its telemetry and log.
 type harness struct {
 	exp  exporter.Logs
@@ -158,6 +165,9 @@ func newHarness(t *testing.T, cfg *Config) *harness {
 	tel := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 	set := exportertest.NewNopSettings(componentType)
+	// The id a restarted collector keeps: the persistent queue's storage
+	// is keyed by it.
+	set.ID = component.NewID(componentType)
 	set.TelemetrySettings = tel.NewTelemetrySettings()
 	set.Logger = zap.New(core)
 	exp, err := NewFactory().CreateLogs(context.Background(), set, cfg)

@@ -85,6 +85,7 @@ func (h *httpTransport) send(ctx context.Context, src *pushSource) error {
 		return err
 	}
 	h.status.recoverable(err)
+	h.status.credentialsRefused(ctx, err)
 	if settled > 0 {
 		return &unsentError{err: err, pending: events[settled:]}
 	}
@@ -224,11 +225,11 @@ func (r relayResponse) refusal(ev outboundEvent, reason string) refusal {
 }
 
 // failure maps a status that refuses the whole batch to a permanent or a
-// retryable error.
+// retryable error. Refused credentials are retryable, as on the socket.
 func (r relayResponse) failure(relay string) error {
 	switch r.code {
 	case http.StatusUnauthorized, http.StatusForbidden:
-		return consumererror.NewPermanent(fmt.Errorf("AEP relay %s refused the credentials (HTTP %d): check token or auth", relay, r.code))
+		return &credentialsError{relay: relay, code: r.code}
 	case http.StatusUnsupportedMediaType:
 		return consumererror.NewPermanent(fmt.Errorf("AEP relay %s refused Content-Type application/x-ndjson (HTTP 415)", relay))
 	case http.StatusUpgradeRequired:

@@ -227,8 +227,6 @@ func TestHTTPPermanentStatuses(t *testing.T) {
 		body string
 		want string
 	}{
-		{"401", http.StatusUnauthorized, `{"error":"unauthorized"}`, "refused the credentials (HTTP 401): check token or auth"},
-		{"403", http.StatusForbidden, ``, "refused the credentials (HTTP 403)"},
 		{"415", http.StatusUnsupportedMediaType, `{"error":"unsupported-media-type"}`, "refused Content-Type application/x-ndjson (HTTP 415)"},
 		{"426", http.StatusUpgradeRequired, `{"versions":["1.0"]}`, "does not speak AEP 0.1 (HTTP 426; it supports [1.0])"},
 		{"404", http.StatusNotFound, `not found`, "answered HTTP 404"},
@@ -247,15 +245,6 @@ func TestHTTPPermanentStatuses(t *testing.T) {
 			assert.Equal(t, componentstatus.StatusPermanentError, status)
 		})
 	}
-}
-
-func TestHTTPUnauthorizedByTheRelay(t *testing.T) {
-	relay := startRelay(t, aeprelaytest.Config{})
-	h := startExporter(t, httpConfig(relay.URL()), nil)
-	err := h.consume(t, logsOf(t, newEvent("s1", 0)))
-	require.Error(t, err)
-	assert.True(t, consumererror.IsPermanent(err))
-	assert.Contains(t, err.Error(), "HTTP 401")
 }
 
 // flakyRelay fails the first failures POSTs with code, then accepts.

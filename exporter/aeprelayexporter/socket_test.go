@@ -367,11 +367,12 @@ func TestSocketPermanentRefusals(t *testing.T) {
 			want: "selected versions [0.2]",
 		},
 		{
-			name: "unauthorized",
+			name: "upgrade_required",
 			relay: func(t *testing.T) (string, string) {
-				return startRelay(t, aeprelaytest.Config{}).URL(), "wrong-token"
+				srv, _ := statusRelay(t, http.StatusUpgradeRequired, `{"versions":["1.0"]}`)
+				return srv.URL, ""
 			},
-			want: "refused the credentials (HTTP 401)",
+			want: "does not speak AEP 0.1 (HTTP 426)",
 		},
 	}
 	for _, tt := range tests {

@@ -30,13 +30,14 @@ type telemetry struct {
 	eventsRejected   metric.Int64Counter
 	commandsReceived metric.Int64Counter
 	unmatchedErrors  metric.Int64Counter
+	authRefusals     metric.Int64Counter
 	transport        metric.MeasurementOption
 }
 
 func newTelemetry(set component.TelemetrySettings, transport Transport) (*telemetry, error) {
 	m := set.MeterProvider.Meter(scopeName)
 	t := telemetry{transport: metric.WithAttributes(attribute.String("transport", string(transport)))}
-	var errs [8]error
+	var errs [9]error
 	t.eventsSent, errs[0] = m.Int64Counter("otelcol_aeprelay_events_sent",
 		metric.WithDescription("Events the relay accepted: confirmed by a pong or an HTTP 2xx, less those it refused."), metric.WithUnit("{event}"))
 	t.batchesConfirmed, errs[1] = m.Int64Counter("otelcol_aeprelay_batches_confirmed",
@@ -53,6 +54,8 @@ func newTelemetry(set component.TelemetrySettings, transport Transport) (*teleme
 		metric.WithDescription("Control commands the relay routed to this connection, by outcome."), metric.WithUnit("{command}"))
 	t.unmatchedErrors, errs[7] = m.Int64Counter("otelcol_aeprelay_unmatched_errors",
 		metric.WithDescription("Relay error frames whose cause names none of our unconfirmed events, by code."), metric.WithUnit("{frame}"))
+	t.authRefusals, errs[8] = m.Int64Counter("otelcol_aeprelay_auth_refused",
+		metric.WithDescription("Dials and POSTs the relay refused for their credentials (HTTP 401 or 403); each is retried."), metric.WithUnit("{refusal}"))
 	return &t, errors.Join(errs[:]...)
 }
 
@@ -73,6 +76,10 @@ func (t *telemetry) rejected(ctx context.Context, reason, code string) {
 		attrs = append(attrs, attribute.String("code", code))
 	}
 	t.eventsRejected.Add(ctx, 1, metric.WithAttributes(attrs...))
+}
+
+func (t *telemetry) authRefused(ctx context.Context, statusCode int) {
+	t.authRefusals.Add(ctx, 1, t.transport, metric.WithAttributes(attribute.Int("status_code", statusCode)))
 }
 
 func (t *telemetry) unmatchedError(ctx context.Context, code string) {

@@ -56,7 +56,8 @@
 // [Relay.Violations], [Relay.Hellos], [Relay.Frames], [Relay.Commands],
 // [Relay.Connections], [Relay.Subscribers], [Relay.WaitFor] and
 // [Relay.Await]; faults with
-// [Relay.SetPong], [Relay.SetDown], [Relay.DropConnections] and
+// [Relay.SetPong], [Relay.SetDown], [Relay.SetToken],
+// [Relay.DropConnections] and
 // [Relay.Restart]; [Relay.SendCommand] and [Relay.SendFrame] to play a
 // sender.
 package aeprelaytest

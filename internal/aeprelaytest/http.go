@@ -18,10 +18,13 @@ import (
 // authorized applies the single bearer token (AEP-0003 §8.1): without one
 // configured every request passes.
 func (r *Relay) authorized(req *http.Request) bool {
-	if r.cfg.Token == "" {
+	r.mu.Lock()
+	token := r.token
+	r.mu.Unlock()
+	if token == "" {
 		return true
 	}
-	return subtle.ConstantTimeCompare([]byte(bearer(req)), []byte(r.cfg.Token)) == 1
+	return subtle.ConstantTimeCompare([]byte(bearer(req)), []byte(token)) == 1
 }
 
 func (r *Relay) authorizedOnly(h http.HandlerFunc) http.HandlerFunc {

@@ -192,7 +192,7 @@ func (r *Relay) routeLocked(in *ingested, from *wsConn) *ErrorFrame {
 		}
 		return f
 	}
-	if r.cfg.Token == "" {
+	if r.token == "" {
 		return refuse("unauthorized", "the relay has no token: it is watch-only and never routes commands")
 	}
 	claimants := r.claimantsLocked(ev.Session)

@@ -76,6 +76,24 @@ func TestSetDown(t *testing.T) {
 	assert.Equal(t, http.StatusAccepted, status)
 }
 
+func TestSetToken(t *testing.T) {
+	r := Start(t, Config{Token: "old"})
+	open := dial(t, r)
+	open.greet(consumerHello)
+	r.SetToken("new")
+	status, _ := post(t, r, "application/json", event("session.started", "s1", 0, 0), nil)
+	assert.Equal(t, http.StatusUnauthorized, status, "the old token is refused")
+	_, resp, err := websocket.DefaultDialer.Dial(r.SocketURL()+"?access_token=old", nil)
+	require.ErrorIs(t, err, websocket.ErrBadHandshake)
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	resp.Body.Close()
+	open.send(`{"type":"ping","t":1}`)
+	assert.JSONEq(t, `{"type":"pong","t":1}`, string(open.read()), "open connections are untouched")
+
+	status, _ = post(t, r, "application/json", event("session.started", "s1", 0, 0), map[string]string{"Authorization": "Bearer new"})
+	assert.Equal(t, http.StatusAccepted, status)
+}
+
 func TestDropConnections(t *testing.T) {
 	r := Start(t, Config{})
 	c := dial(t, r)

@@ -43,6 +43,7 @@ type Relay struct {
 	stopping   bool
 	closed     bool
 	down       bool
+	token      string // in force: Config.Token until SetToken
 	pong       PongMode
 	httpConns  map[net.Conn]struct{}
 	conns      map[*wsConn]struct{}
@@ -86,6 +87,7 @@ func New(cfg Config) (*Relay, error) {
 		streams:   make(map[*sseStream]struct{}),
 		st:        newState(cfg),
 		changed:   make(chan struct{}),
+		token:     cfg.Token,
 	}
 	if r.discovery, r.helloReply, err = r.declarations(); err != nil {
 		return nil, err
@@ -284,6 +286,17 @@ func (r *Relay) Restart(mode RestartMode) error {
 func (r *Relay) SetDown(down bool) {
 	r.mu.Lock()
 	r.down = down
+	r.mu.Unlock()
+}
+
+// SetToken rotates the bearer token: every new request and socket
+// handshake must carry the new one, and one with the old is refused 401
+// as a relay or its auth proxy does mid-rotation. Open connections are
+// untouched (the token is checked at the upgrade). An empty token makes
+// the relay tokenless and watch-only.
+func (r *Relay) SetToken(token string) {
+	r.mu.Lock()
+	r.token = token
 	r.mu.Unlock()
 }
 
