@@ -454,8 +454,8 @@ func TestSocketHandsCommandsToTheControlExtension(t *testing.T) {
 }
 
 func TestSocketWarnsWhenCommandsCannotReachIt(t *testing.T) {
-	const warning = "control: commands are accepted but this exporter sends the relay no credentials; " +
-		"a relay without a token is watch-only and never routes a command"
+	const warning = "control: the gate is open but this exporter sends the relay no credentials; " +
+		"the hello declares accepts: [] and every command is rejected unsupported (set token or auth)"
 	controlID := component.MustNewID("openhandscontrol")
 	for _, tc := range []struct {
 		name     string

@@ -53,7 +53,7 @@ func TestParseCommand(t *testing.T) {
 		{name: "send input with run", ev: input(map[string]any{"text": "hi", "run": false}), wantDetail: "data.run is not accepted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, rej := parseCommand(tc.ev, 10)
+			c, rej := parseCommand(nil, tc.ev, 10)
 			if tc.wantDetail != "" {
 				require.NotNil(t, rej)
 				assert.Equal(t, reasonInvalid, rej.reason)
@@ -70,7 +70,7 @@ func TestParseCommand(t *testing.T) {
 
 func TestTheSendInputTextNeverEntersADetail(t *testing.T) {
 	secret := strings.Repeat("hunter2 ", 3)
-	_, rej := parseCommand(&aep.Event{ID: "c1", Type: typeSendInput, Session: "s1", Data: map[string]any{"text": secret}}, 5)
+	_, rej := parseCommand(nil, &aep.Event{ID: "c1", Type: typeSendInput, Session: "s1", Data: map[string]any{"text": secret}}, 5)
 	require.NotNil(t, rej)
 	assert.NotContains(t, rej.detail, "hunter2")
 }
