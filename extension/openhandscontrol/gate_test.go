@@ -327,6 +327,8 @@ func TestReplyGuardAndUnreachableServers(t *testing.T) {
 	ack := h.await(t, "control.rejected", "c2")
 	assert.Equal(t, "busy", ack.Data["reason"])
 	assert.Contains(t, ack.Data["detail"], "POST /api/conversations/"+h.conv.ID()+"/pause: ", "no answer: refused or cut off")
+	assert.Contains(t, ack.Data["detail"], "agent server unreachable: ")
+	assert.NotContains(t, ack.Data["detail"], h.sess.server.Base.Host, "the server's address stays in the local log")
 	assert.Equal(t, []componentstatus.Status{componentstatus.StatusRecoverableError}, h.host.statuses())
 }
 
@@ -441,7 +443,7 @@ func TestAFloodOfPausesMakesOneWrite(t *testing.T) {
 	require.Eventually(t, func() bool { return h.decidedCommands(t, typePause) == n }, 4*waitFor, 10*time.Millisecond)
 	// The status the pause flips is not observed yet (the view still says
 	// running): every later pause waits on the first write.
-	assert.Len(t, h.stub.Writes(), 1)
+	assert.Equal(t, 1, len(h.stub.Writes()), "POSTs")
 	assert.Equal(t, int64(1), h.counter(t, "otelcol_openhandscontrol_commands",
 		attribute.String("type", typePause), attribute.String("outcome", "accepted")))
 	assert.Positive(t, h.counter(t, "otelcol_openhandscontrol_commands",
