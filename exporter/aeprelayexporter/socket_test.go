@@ -442,6 +442,7 @@ func TestSocketHandsCommandsToTheControlExtension(t *testing.T) {
 		assert.Equal(t, string(cmd), string(got.raw), "the command arrives byte-identical")
 		assert.Equal(t, "control.pause", got.ev.Type)
 		assert.Equal(t, "cmd-1", got.ev.ID)
+		assert.True(t, got.authenticated, "the link sends the relay's token")
 	case <-time.After(testTimeout):
 		t.Fatal("the control extension never received the command")
 	}
@@ -451,6 +452,33 @@ func TestSocketHandsCommandsToTheControlExtension(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, refusal)
 	assert.Equal(t, "unsupported", refusal.Code, "types outside accepts are refused on our behalf")
+}
+
+func TestSocketWithoutCredentialsDeclaresNoCommands(t *testing.T) {
+	relay := aeprelaytest.Start(t, aeprelaytest.Config{}) // a tokenless relay lets anyone speak
+	controlID := component.MustNewID("openhandscontrol")
+	control := newFakeControl("control.pause")
+	host := newTestHost()
+	host.extensions[controlID] = control
+	cfg := testConfig(relay.URL())
+	cfg.Control = &controlID
+	startExporter(t, cfg, host)
+	conn := awaitConnected(t, relay)
+
+	hellos := relay.Hellos()
+	require.Len(t, hellos, 1)
+	assert.Equal(t, []string{}, hellos[0].Accepts, "an open gate behind a link without credentials declares accepts: []")
+	assert.Contains(t, string(hellos[0].Raw), `"accepts":[]`)
+
+	// Whoever routes a command anyway: it arrives marked unauthenticated.
+	require.NoError(t, relay.SendFrame(conn.ID, commandEvent("cmd-1", "control.pause", "s1")))
+	select {
+	case got := <-control.commands:
+		assert.Equal(t, "cmd-1", got.ev.ID)
+		assert.False(t, got.authenticated)
+	case <-time.After(testTimeout):
+		t.Fatal("the control extension never received the command")
+	}
 }
 
 func TestSocketWarnsWhenCommandsCannotReachIt(t *testing.T) {
