@@ -241,6 +241,45 @@ func TestControlRelayWithoutTokenIsWatchOnly(t *testing.T) {
 	assertNoWrites(t, e.stub)
 }
 
+func TestControlOpenGateWithoutCredentialsExecutesNothing(t *testing.T) {
+	e := &env{
+		t:     t,
+		stub:  oh.Start(t, oh.Config{SessionAPIKeys: []string{stubKey}}),
+		relay: aeprelaytest.Start(t, aeprelaytest.Config{DrainTimeout: time.Second}),
+		otlp:  startOTLPSink(t),
+	}
+	e.start(pipelineConfig{control: gateOn, noToken: true, receiverExtra: contentCapture})
+	conv := e.conversationIn(oh.StatusRunning)
+	_, err := conv.Append(oh.ActionEvent(oh.ActionSpec{Action: map[string]any{"kind": "TerminalAction", "command": "rm -rf /"}}))
+	require.NoError(t, err)
+	e.setStatus(conv, oh.StatusWaitingForConfirmation)
+	request := last(e.awaitTypes(conv, "attention.requested"), "attention.requested")
+
+	hellos := e.relay.Hellos()
+	require.NotEmpty(t, hellos)
+	assert.Equal(t, []string{}, hellos[len(hellos)-1].Accepts, "a link without credentials declares accepts: []")
+
+	// A relay that routes anyway (a hostile one, or anyone on a ws://
+	// link): every command gets the closed gate's answer.
+	commands := []*cmd{
+		{typ: "control.attention.respond", subject: request.ID, data: map[string]any{"answer": map[string]any{"option": "approve"}}},
+		{typ: "control.pause"}, {typ: "control.resume"}, {typ: "x.openhands.control.interrupt"},
+		{typ: "x.openhands.control.send_input", data: map[string]any{"text": "hello"}},
+	}
+	conn := e.emitterConn()
+	for _, c := range commands {
+		c.session = conv.ID()
+		require.NoError(t, e.relay.SendFrame(conn, c.raw(t)))
+	}
+	for _, c := range commands {
+		ack, _ := e.awaitAck(c)
+		assertRejected(t, ack, "unsupported", "relay link sends no credentials")
+	}
+	assert.Equal(t, oh.StatusWaitingForConfirmation, conv.Status())
+	e.verify(conv)
+	assertNoWrites(t, e.stub)
+}
+
 func TestControlPauseAndResume(t *testing.T) {
 	e := startGated(t, gateOn)
 	conv := e.conversationIn(oh.StatusRunning)
@@ -520,6 +559,7 @@ func TestControlUnreachableServerIsBusy(t *testing.T) {
 	e.send(pause)
 	ack, _ := e.awaitAck(pause)
 	assertRejected(t, ack, "busy", "POST /api/conversations/"+conv.ID()+"/pause: ") // refused, or a pooled connection cut off
+	assert.NotContains(t, ack.Data["detail"], strings.TrimPrefix(e.stub.URL(), "http://"), "the agent server's address stays in the local log")
 	e.settle()
 	assert.Empty(t, e.relay.Violations())
 }
