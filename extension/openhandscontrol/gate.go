@@ -263,20 +263,53 @@ func (g *gate) execute(raw []byte, ev *aep.Event, authenticated bool) {
 		sess.Control(g.ctx, func(n *Notes) []*aep.Event { return []*aep.Event{n.reject(f, rej, time.Now())} })
 		return
 	}
-	forwarded := false
-	sess.Control(g.ctx, func(n *Notes) []*aep.Event {
-		if rej := n.guard(f.cmd); rej != nil {
-			return []*aep.Event{n.reject(f, rej, time.Now())}
+	g.decide(sess, f)
+}
+
+// decide runs the guards and, when they pass, the write. While another
+// write to the conversation is in flight, the guards would read a status
+// that write may be about to change: the command waits for its answer and
+// is judged afresh, all within reply_guard of its arrival (so that its ack
+// still arrives inside the window), or is refused busy.
+func (g *gate) decide(sess Session, f *inflight) {
+	deadline := time.Now().Add(g.cfg.ReplyGuard)
+	for {
+		var writing *inflight
+		forwarded := false
+		sess.Control(g.ctx, func(n *Notes) []*aep.Event {
+			if rej := n.guard(f.cmd); rej != nil {
+				return []*aep.Event{n.reject(f, rej, time.Now())}
+			}
+			if writing = n.writing; writing != nil {
+				return nil
+			}
+			if rej := n.hold(f.cmd, g.cfg.ConversationRateLimit); rej != nil {
+				return []*aep.Event{n.reject(f, rej, time.Now())}
+			}
+			n.arm(f)
+			forwarded = true
+			return nil
+		})
+		switch {
+		case forwarded:
+			g.forward(sess, f, deadline)
+			return
+		case writing == nil: // decided
+			return
 		}
-		if rej := n.hold(f.cmd, g.cfg.ConversationRateLimit); rej != nil {
-			return []*aep.Event{n.reject(f, rej, time.Now())}
+		wait := time.NewTimer(time.Until(deadline))
+		select {
+		case <-writing.answered:
+			wait.Stop()
+		case <-wait.C:
+			busy := &rejection{reason: reasonBusy, detail: fmt.Sprintf(
+				"the write of %s (command %s) to this conversation has not answered within reply_guard; one write at a time", writing.cmd.typ, writing.cmd.id)}
+			sess.Control(g.ctx, func(n *Notes) []*aep.Event { return []*aep.Event{n.reject(f, busy, time.Now())} })
+			return
+		case <-g.ctx.Done():
+			wait.Stop()
+			return
 		}
-		n.arm(f)
-		forwarded = true
-		return nil
-	})
-	if forwarded {
-		g.forward(sess, f)
 	}
 }
 
@@ -323,7 +356,7 @@ func (g *gate) admit(raw []byte, ev *aep.Event, authenticated bool, f *inflight)
 // the ack, unless the guard expires first, which acks control.accepted
 // (will try) and lets the result still drop the note or, at 2xx, emit the
 // send_input outcome.
-func (g *gate) forward(sess Session, f *inflight) {
+func (g *gate) forward(sess Session, f *inflight, deadline time.Time) {
 	srv := sess.Server()
 	w := writes[f.cmd.typ](f.cmd)
 	answer := make(chan writeOutcome, 1)
@@ -334,7 +367,7 @@ func (g *gate) forward(sess Session, f *inflight) {
 		g.tel.wrote(g.ctx, f.cmd.typ, o, start)
 		answer <- o
 	})
-	guard := time.NewTimer(g.cfg.ReplyGuard)
+	guard := time.NewTimer(time.Until(deadline))
 	defer guard.Stop()
 	var o writeOutcome
 	select {

@@ -465,13 +465,32 @@ func TestOneWriteInFlightPerConversation(t *testing.T) {
 		h.gate.HandleCommand(context.Background(), nil, cmd, true)
 		ack := h.await(t, "control.rejected", cmd.ID)
 		assert.Equal(t, reasonBusy, ack.Data["reason"])
-		assert.Contains(t, ack.Data["detail"], "the write of x.openhands.control.send_input (command c1) to this conversation has not answered yet")
+		assert.Contains(t, ack.Data["detail"], "the write of x.openhands.control.send_input (command c1) to this conversation has not answered within reply_guard")
 	}
 	h.await(t, "x.openhands.input.sent", "c1")
 	h.stub.SetWriteFault(oh.WriteFault{})
 	h.gate.HandleCommand(context.Background(), nil, h.command("c3", typeInterrupt), true)
 	h.await(t, "control.accepted", "c3")
 	assert.Len(t, h.stub.Writes(), 2)
+}
+
+func TestACommandWaitsForTheWriteInFlight(t *testing.T) {
+	cfg := gateConfig(true)
+	cfg.ReplyGuard = 8 * time.Second
+	h := startGate(t, cfg, oh.StatusRunning)
+	h.register()
+	const delay = time.Second
+	h.stub.SetWriteFault(oh.WriteFault{Delay: delay})
+	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause), true)
+	require.Eventually(t, func() bool { return len(h.stub.Writes()) == 1 }, waitFor, 5*time.Millisecond)
+	input := h.command("c2", typeSendInput)
+	input.Data = map[string]any{"text": "hi"}
+	h.gate.HandleCommand(context.Background(), nil, input, true)
+	h.await(t, "x.openhands.input.sent", "c2")
+	h.await(t, "control.accepted", "c1")
+	writes := h.stub.Writes()
+	require.Len(t, writes, 2)
+	assert.GreaterOrEqual(t, writes[1].At.Sub(writes[0].At), delay, "the second write waited for the first's answer")
 }
 
 func TestTheConversationRateLimit(t *testing.T) {

@@ -34,6 +34,9 @@ type inflight struct {
 	// the conversation's lock, before the ack is emitted), so that a
 	// redelivery arriving after the ack always finds it recorded.
 	decided func(decision)
+	// answered is closed once the command's write has its answer (or
+	// failed); commands waiting on the conversation's write wait on it.
+	answered chan struct{}
 }
 
 // decide records d as f's decision.
@@ -116,18 +119,15 @@ func (n *Notes) guard(c *command) *rejection {
 	return nil
 }
 
-// hold checks a command the guards let through against the writes already
-// made: it is refused busy while another write to the conversation is in
-// flight, while an earlier command asking for the same flip waits for the
-// stream to show it (the guard it passed read a status that write is
-// about to change), or past the conversation's rate limit. nil means
-// forward it; the write is then counted against the limit.
+// hold checks a command the guards let through, with no write in flight,
+// against the writes already made: it is refused busy while an earlier
+// command asking for the same flip waits for the stream to show it (the
+// guard it passed read a status that write is about to change), or past
+// the conversation's rate limit. nil means forward it; the write is then
+// counted against the limit.
 func (n *Notes) hold(c *command, limit RateLimit) *rejection {
 	busy := func(format string, args ...any) *rejection {
 		return &rejection{reason: reasonBusy, detail: fmt.Sprintf(format, args...)}
-	}
-	if n.writing != nil {
-		return busy("the write of %s (command %s) to this conversation has not answered yet; one write at a time", n.writing.cmd.typ, n.writing.cmd.id)
 	}
 	var pending *inflight
 	switch c.typ {
@@ -154,7 +154,7 @@ func (n *Notes) hold(c *command, limit RateLimit) *rejection {
 // flip it causes is cause-linked to it, and its write as the one in
 // flight.
 func (n *Notes) arm(f *inflight) {
-	n.writing = f
+	n.writing, f.answered = f, make(chan struct{})
 	switch f.cmd.typ {
 	case typePause:
 		n.pause = f
@@ -227,6 +227,7 @@ func (n *Notes) settle(f *inflight, r result, at time.Time) []*aep.Event {
 	}
 	if !r.willTry && n.writing == f {
 		n.writing = nil
+		close(f.answered)
 	}
 	if r.rejection != nil {
 		n.disarm(f)
