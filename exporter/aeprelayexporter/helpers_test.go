@@ -260,8 +260,9 @@ type fakeControl struct {
 }
 
 type receivedCommand struct {
-	raw []byte
-	ev  *aep.Event
+	raw           []byte
+	ev            *aep.Event
+	authenticated bool
 }
 
 var _ ControlHandler = (*fakeControl)(nil)
@@ -270,10 +271,11 @@ func newFakeControl(accepts ...string) *fakeControl {
 	return &fakeControl{accepts: accepts, window: 5 * time.Second, commands: make(chan receivedCommand, 16)}
 }
 
+func (f *fakeControl) Bind()                    {}
 func (f *fakeControl) Accepts() []string        { return f.accepts }
 func (f *fakeControl) AckWindow() time.Duration { return f.window }
-func (f *fakeControl) HandleCommand(_ context.Context, raw []byte, ev *aep.Event) {
-	f.commands <- receivedCommand{raw: raw, ev: ev}
+func (f *fakeControl) HandleCommand(_ context.Context, raw []byte, ev *aep.Event, authenticated bool) {
+	f.commands <- receivedCommand{raw: raw, ev: ev, authenticated: authenticated}
 }
 
 // fakeAuth is an auth extension that sets a bearer token.

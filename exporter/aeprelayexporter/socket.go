@@ -42,7 +42,7 @@ type socketTransport struct {
 	// Set by start.
 	dialer   websocket.Dialer
 	auth     http.RoundTripper // the auth extension's chain, ending in headerCapture
-	control  ControlHandler
+	control  *controlLink      // nil without a control key
 	instance string
 	stop     context.CancelFunc
 	done     chan struct{} // closed when the manager exits
@@ -95,12 +95,15 @@ func (s *socketTransport) start(ctx context.Context, host component.Host) error 
 		}
 	}
 	if s.cfg.Control != nil {
-		if s.control, err = findControlHandler(*s.cfg.Control, host.GetExtensions()); err != nil {
-			return err
+		h, ferr := findControlHandler(*s.cfg.Control, host.GetExtensions())
+		if ferr != nil {
+			return ferr
 		}
-		if len(s.control.Accepts()) > 0 && !s.sendsCredentials() {
-			s.logger.Warn("control: commands are accepted but this exporter sends the relay no credentials; "+
-				"a relay without a token is watch-only and never routes a command", zap.String("relay", s.relay.display))
+		h.Bind()
+		s.control = &controlLink{handler: h, authenticated: s.sendsCredentials()}
+		if len(h.Accepts()) > 0 && !s.control.authenticated {
+			s.logger.Warn("control: the gate is open but this exporter sends the relay no credentials; "+
+				"the hello declares accepts: [] and every command is rejected unsupported (set token or auth)", zap.String("relay", s.relay.display))
 		}
 	}
 	s.instance = s.cfg.Instance

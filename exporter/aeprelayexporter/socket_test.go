@@ -443,6 +443,7 @@ func TestSocketHandsCommandsToTheControlExtension(t *testing.T) {
 		assert.Equal(t, string(cmd), string(got.raw), "the command arrives byte-identical")
 		assert.Equal(t, "control.pause", got.ev.Type)
 		assert.Equal(t, "cmd-1", got.ev.ID)
+		assert.True(t, got.authenticated, "the link sends the relay's token")
 	case <-time.After(testTimeout):
 		t.Fatal("the control extension never received the command")
 	}
@@ -454,9 +455,36 @@ func TestSocketHandsCommandsToTheControlExtension(t *testing.T) {
 	assert.Equal(t, "unsupported", refusal.Code, "types outside accepts are refused on our behalf")
 }
 
+func TestSocketWithoutCredentialsDeclaresNoCommands(t *testing.T) {
+	relay := aeprelaytest.Start(t, aeprelaytest.Config{}) // a tokenless relay lets anyone speak
+	controlID := component.MustNewID("openhandscontrol")
+	control := newFakeControl("control.pause")
+	host := newTestHost()
+	host.extensions[controlID] = control
+	cfg := testConfig(relay.URL())
+	cfg.Control = &controlID
+	startExporter(t, cfg, host)
+	conn := awaitConnected(t, relay)
+
+	hellos := relay.Hellos()
+	require.Len(t, hellos, 1)
+	assert.Equal(t, []string{}, hellos[0].Accepts, "an open gate behind a link without credentials declares accepts: []")
+	assert.Contains(t, string(hellos[0].Raw), `"accepts":[]`)
+
+	// Whoever routes a command anyway: it arrives marked unauthenticated.
+	require.NoError(t, relay.SendFrame(conn.ID, commandEvent("cmd-1", "control.pause", "s1")))
+	select {
+	case got := <-control.commands:
+		assert.Equal(t, "cmd-1", got.ev.ID)
+		assert.False(t, got.authenticated)
+	case <-time.After(testTimeout):
+		t.Fatal("the control extension never received the command")
+	}
+}
+
 func TestSocketWarnsWhenCommandsCannotReachIt(t *testing.T) {
-	const warning = "control: commands are accepted but this exporter sends the relay no credentials; " +
-		"a relay without a token is watch-only and never routes a command"
+	const warning = "control: the gate is open but this exporter sends the relay no credentials; " +
+		"the hello declares accepts: [] and every command is rejected unsupported (set token or auth)"
 	controlID := component.MustNewID("openhandscontrol")
 	for _, tc := range []struct {
 		name     string

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
@@ -61,20 +63,92 @@ type command struct {
 }
 
 // parseCommand decodes and checks one command for a gate that accepts its
-// type; a malformed one is rejected invalid with a detail. The text of a
-// send_input never appears in a detail.
-func parseCommand(ev *aep.Event, maxChars int) (*command, *rejection) {
+// type; a malformed one is rejected invalid with a detail. raw is the
+// frame ev was decoded from: decoding turns invalid UTF-8 into U+FFFD, so
+// only the frame still shows it. No operator text ever appears in a
+// detail.
+func parseCommand(raw []byte, ev *aep.Event, maxChars int) (*command, *rejection) {
 	c := &command{id: ev.ID, source: ev.Source, agent: ev.Agent, session: ev.Session, typ: ev.Type}
 	if c.session == "" {
 		return nil, invalid("the command names no session")
 	}
+	if rej := checkEncoding(raw); rej != nil {
+		return nil, rej
+	}
 	switch ev.Type {
 	case typeRespond:
-		return c, c.parseRespond(ev)
+		return c, c.parseRespond(ev, maxChars)
 	case typeSendInput:
 		return c, c.parseSendInput(ev.Data, maxChars)
 	}
 	return c, nil
+}
+
+// checkEncoding refuses a frame that is not valid UTF-8 text: invalid
+// bytes, or a \u escape of a lone UTF-16 surrogate. Decoding reads both
+// as U+FFFD, so an operator's text would otherwise change silently. A
+// backslash outside a string is not JSON, so every one in a decoded frame
+// starts an escape.
+func checkEncoding(raw []byte) *rejection {
+	if !utf8.Valid(raw) {
+		return invalid("the command is not valid UTF-8")
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		i++ // the escaped character
+		if i >= len(raw) || raw[i] != 'u' {
+			continue
+		}
+		r := hex4(raw[i+1:])
+		i += 4
+		if !utf16.IsSurrogate(r) {
+			continue
+		}
+		if r < 0xDC00 && i+2 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
+			if utf16.DecodeRune(r, hex4(raw[i+3:])) != utf8.RuneError {
+				i += 6 // the pair's low half
+				continue
+			}
+		}
+		return invalid("the command escapes a lone UTF-16 surrogate (\\u%04X): its text is not valid Unicode", r)
+	}
+	return nil
+}
+
+// hex4 reads the 4 hex digits of a \u escape; -1 when there are none.
+func hex4(b []byte) rune {
+	if len(b) < 4 {
+		return -1
+	}
+	n, err := strconv.ParseUint(string(b[:4]), 16, 16)
+	if err != nil {
+		return -1
+	}
+	return rune(n)
+}
+
+// checkText refuses an operator text over the cap, or carrying a
+// character a terminal or an editor would act on rather than show: NUL
+// and the other C0 and C1 controls and DEL (tab, newline and carriage
+// return excepted), and the bidi embeddings, overrides and isolates
+// (U+202A–U+202E, U+2066–U+2069) that reorder what a reviewer reads. The
+// detail names the field and the character, never the text.
+func checkText(field, text string, maxChars int) *rejection {
+	if n := utf8.RuneCountInString(text); n > maxChars {
+		return invalid("%s has %d characters, more than send_input_max_chars (%d)", field, n, maxChars)
+	}
+	for i, r := range []rune(text) {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r':
+		case r < 0x20 || r >= 0x7F && r <= 0x9F:
+			return invalid("%s contains the control character U+%04X at character %d", field, r, i+1)
+		case r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069:
+			return invalid("%s contains the bidi control U+%04X at character %d", field, r, i+1)
+		}
+	}
+	return nil
 }
 
 func invalid(format string, args ...any) *rejection {
@@ -86,7 +160,7 @@ func invalid(format string, args ...any) *rejection {
 // case-insensitive, id or label); any other text denies with the text as
 // the reason, never approves (a permission request's unmatched text must
 // not be applied as the permissive choice).
-func (c *command) parseRespond(ev *aep.Event) *rejection {
+func (c *command) parseRespond(ev *aep.Event, maxChars int) *rejection {
 	c.subject = ev.Subject
 	if c.subject == "" {
 		return invalid("control.attention.respond needs subject: the id of the attention.requested it answers")
@@ -100,6 +174,9 @@ func (c *command) parseRespond(ev *aep.Event) *rejection {
 	if hasText {
 		if c.text, ok = text.(string); !ok {
 			return invalid("data.answer.text must be a string")
+		}
+		if rej := checkText("data.answer.text", c.text, maxChars); rej != nil {
+			return rej
 		}
 	}
 	switch {
@@ -137,8 +214,9 @@ func (c *command) parseSendInput(data map[string]any, maxChars int) *rejection {
 		return invalid("x.openhands.control.send_input needs data.text, a string")
 	case strings.TrimSpace(text) == "":
 		return invalid("data.text is empty")
-	case utf8.RuneCountInString(text) > maxChars:
-		return invalid("data.text has %d characters, more than send_input_max_chars (%d)", utf8.RuneCountInString(text), maxChars)
+	}
+	if rej := checkText("data.text", text, maxChars); rej != nil {
+		return rej
 	}
 	c.input = text
 	return nil

@@ -53,7 +53,7 @@ func TestParseCommand(t *testing.T) {
 		{name: "send input with run", ev: input(map[string]any{"text": "hi", "run": false}), wantDetail: "data.run is not accepted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, rej := parseCommand(tc.ev, 10)
+			c, rej := parseCommand(nil, tc.ev, 10)
 			if tc.wantDetail != "" {
 				require.NotNil(t, rej)
 				assert.Equal(t, reasonInvalid, rej.reason)
@@ -70,7 +70,7 @@ func TestParseCommand(t *testing.T) {
 
 func TestTheSendInputTextNeverEntersADetail(t *testing.T) {
 	secret := strings.Repeat("hunter2 ", 3)
-	_, rej := parseCommand(&aep.Event{ID: "c1", Type: typeSendInput, Session: "s1", Data: map[string]any{"text": secret}}, 5)
+	_, rej := parseCommand(nil, &aep.Event{ID: "c1", Type: typeSendInput, Session: "s1", Data: map[string]any{"text": secret}}, 5)
 	require.NotNil(t, rej)
 	assert.NotContains(t, rej.detail, "hunter2")
 }
@@ -81,4 +81,86 @@ func TestEveryAcceptedTypeHasAWrite(t *testing.T) {
 		assert.Contains(t, writes, typ)
 	}
 	assert.NotContains(t, writes, "control.cancel", "no OpenHands write terminates a run")
+}
+
+func TestOperatorTextIsCheckedInEveryField(t *testing.T) {
+	deny := func(text string) *aep.Event {
+		return &aep.Event{ID: "c1", Type: typeRespond, Session: "s1", Subject: "req",
+			Data: map[string]any{"answer": map[string]any{"option": "deny", "text": text}}}
+	}
+	input := func(text string) *aep.Event {
+		return &aep.Event{ID: "c1", Type: typeSendInput, Session: "s1", Data: map[string]any{"text": text}}
+	}
+	for _, tc := range []struct {
+		name       string
+		ev         *aep.Event
+		wantDetail string // "" = valid
+	}{
+		{"deny text at the cap", deny(strings.Repeat("ü", 10)), ""},
+		{"deny text over the cap", deny(strings.Repeat("ü", 11)), "data.answer.text has 11 characters, more than send_input_max_chars (10)"},
+		{"tab, newline and carriage return", input("a\tb\r\nc"), ""},
+		{"right-to-left text without overrides", input("שלום"), ""},
+		{"NUL", input("rm\x00x"), "data.text contains the control character U+0000 at character 3"},
+		{"an escape sequence", input("\x1b[2Jok"), "data.text contains the control character U+001B at character 1"},
+		{"DEL", input("a\x7f"), "control character U+007F"},
+		{"a C1 control (8-bit CSI)", input("a\u009b2J"), "control character U+009B"},
+		{"a bidi override", input("safe\u202etxt"), "data.text contains the bidi control U+202E at character 5"},
+		{"a bidi embedding", input("\u202aabc"), "bidi control U+202A"},
+		{"a bidi isolate", input("ab\u2066c\u2069"), "bidi control U+2066"},
+		{"a deny reason with an escape sequence", deny("no\x1b]0;x\x07"), "data.answer.text contains the control character U+001B at character 3"},
+		{"a deny reason with a bidi isolate", deny("no\u2069"), "data.answer.text contains the bidi control U+2069"},
+		{"an option named with an override", &aep.Event{ID: "c1", Type: typeRespond, Session: "s1", Subject: "req",
+			Data: map[string]any{"answer": map[string]any{"text": "\u202eapprove"}}}, "bidi control U+202E"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, rej := parseCommand(nil, tc.ev, 10)
+			assertInvalid(t, rej, tc.wantDetail)
+		})
+	}
+}
+
+// TestInvalidTextIsRefusedBeforeDecodingHidesIt feeds frames as the relay
+// forwards them: decoding turns both into U+FFFD, only the frame shows
+// them.
+func TestInvalidTextIsRefusedBeforeDecodingHidesIt(t *testing.T) {
+	frame := func(text string) []byte {
+		return []byte(`{"aep":"0.1","id":"c1","type":"x.openhands.control.send_input","time":"2026-07-12T08:16:00Z",` +
+			`"source":"aep://ops","agent":"ops","session":"s1","capture":"redacted","data":{"text":"` + text + `"}}`)
+	}
+	for _, tc := range []struct {
+		name, text, wantDetail string
+	}{
+		{"invalid UTF-8", "secret\xff", "the command is not valid UTF-8"},
+		{"an encoded surrogate", "secret\xed\xa0\x80", "the command is not valid UTF-8"},
+		{"a lone high surrogate", `secret\ud83d`, `the command escapes a lone UTF-16 surrogate (\uD83D)`},
+		{"a lone low surrogate", `secret\udE00x`, `lone UTF-16 surrogate (\uDE00)`},
+		{"a high surrogate before another escape", `secret\ud83d\n`, `lone UTF-16 surrogate (\uD83D)`},
+		{"a surrogate pair", `secret\ud83d\ude00`, ""},
+		{"an escaped backslash before u", `secret\\ud83d`, ""},
+		{"U+FFFD itself is text", "secret\ufffd", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := frame(tc.text)
+			ev, err := aep.Parse(raw)
+			require.NoError(t, err, "the frame decodes")
+			_, rej := parseCommand(raw, ev, 100)
+			assertInvalid(t, rej, tc.wantDetail)
+			if rej != nil {
+				assert.NotContains(t, rej.detail, "secret")
+			}
+		})
+	}
+}
+
+// assertInvalid checks a parse: valid when wantDetail is "", else
+// rejected invalid with a detail containing it.
+func assertInvalid(t *testing.T, rej *rejection, wantDetail string) {
+	t.Helper()
+	if wantDetail == "" {
+		assert.Nil(t, rej)
+		return
+	}
+	require.NotNil(t, rej)
+	assert.Equal(t, reasonInvalid, rej.reason)
+	assert.Contains(t, rej.detail, wantDetail)
 }

@@ -3,6 +3,7 @@ package openhandscontrol // import "github.com/otelcol-openhands/otelcol-openhan
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -19,9 +20,21 @@ type Config struct {
 	// it the command is acked control.accepted (will try). It must leave
 	// room inside AckWindow for the ack to travel.
 	ReplyGuard time.Duration `mapstructure:"reply_guard"`
-	// SendInputMaxChars caps x.openhands.control.send_input's text, in
-	// characters (Unicode code points).
+	// SendInputMaxChars caps every operator text a command carries
+	// (send_input's text, a respond's answer.text), in characters
+	// (Unicode code points).
 	SendInputMaxChars int `mapstructure:"send_input_max_chars"`
+	// ConversationRateLimit bounds the REST writes to one conversation.
+	ConversationRateLimit RateLimit `mapstructure:"conversation_rate_limit"`
+
+	_ struct{}
+}
+
+// RateLimit is a token bucket: Burst writes at once, refilled at
+// WritesPerSecond.
+type RateLimit struct {
+	WritesPerSecond float64 `mapstructure:"writes_per_second"`
+	Burst           int     `mapstructure:"burst"`
 
 	_ struct{}
 }
@@ -41,6 +54,12 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.SendInputMaxChars <= 0 {
 		errs = append(errs, errors.New("send_input_max_chars: must be positive"))
+	}
+	if wps := cfg.ConversationRateLimit.WritesPerSecond; !(wps > 0) || math.IsInf(wps, 1) {
+		errs = append(errs, errors.New("conversation_rate_limit.writes_per_second: must be a positive number"))
+	}
+	if cfg.ConversationRateLimit.Burst <= 0 {
+		errs = append(errs, errors.New("conversation_rate_limit.burst: must be positive"))
 	}
 	return errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 package openhandscontrol
 
 import (
+	"math"
 	"path/filepath"
 	"testing"
 	"time"
@@ -25,8 +26,10 @@ func TestLoadConfig(t *testing.T) {
 		{name: "on", want: func(c *Config) { c.Enabled = true }},
 		{name: "tuned", want: func(c *Config) {
 			c.Enabled, c.AckWindow, c.ReplyGuard, c.SendInputMaxChars = true, 5*time.Second, 3*time.Second, 1000
+			c.ConversationRateLimit = RateLimit{WritesPerSecond: 0.5, Burst: 3}
 		}},
 		{name: "guard_outside_window", wantErr: "reply_guard: must be shorter than ack_window (5s)"},
+		{name: "no_rate", wantErr: "conversation_rate_limit.writes_per_second: must be a positive number"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id := component.NewIDWithName(componentType, tc.name)
@@ -55,12 +58,19 @@ func TestDefaultConfigIsClosed(t *testing.T) {
 	assert.Equal(t, 10*time.Second, cfg.AckWindow)
 	assert.Equal(t, 8*time.Second, cfg.ReplyGuard)
 	assert.Equal(t, 4000, cfg.SendInputMaxChars)
+	assert.Equal(t, RateLimit{WritesPerSecond: 1, Burst: 10}, cfg.ConversationRateLimit)
 }
 
 func TestValidateNamesTheKey(t *testing.T) {
 	cfg := &Config{}
 	err := cfg.Validate()
-	for _, key := range []string{"ack_window: must be positive", "reply_guard: must be positive", "send_input_max_chars: must be positive"} {
+	for _, key := range []string{"ack_window: must be positive", "reply_guard: must be positive", "send_input_max_chars: must be positive",
+		"conversation_rate_limit.writes_per_second: must be a positive number", "conversation_rate_limit.burst: must be positive"} {
 		assert.ErrorContains(t, err, key)
+	}
+	for _, wps := range []float64{math.NaN(), math.Inf(1), -1} {
+		cfg := createDefaultConfig().(*Config)
+		cfg.ConversationRateLimit.WritesPerSecond = wps
+		assert.ErrorContains(t, cfg.Validate(), "conversation_rate_limit.writes_per_second: must be a positive number", "%v", wps)
 	}
 }

@@ -22,9 +22,13 @@ func createDefaultConfig() component.Config {
 		AckWindow:         10 * time.Second,
 		ReplyGuard:        8 * time.Second,
 		SendInputMaxChars: 4000,
+		ConversationRateLimit: RateLimit{
+			WritesPerSecond: 1,
+			Burst:           10,
+		},
 	}
 }
 
 func create(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
-	return newGate(cfg.(*Config), set.TelemetrySettings)
+	return newGate(set.ID, cfg.(*Config), set.TelemetrySettings)
 }

@@ -3,12 +3,14 @@ package openhandscontrol // import "github.com/otelcol-openhands/otelcol-openhan
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/extension/extensioncapabilities"
 	"go.uber.org/zap"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
@@ -26,6 +28,7 @@ const (
 // gate is the extension: the exporter's ControlHandler and the
 // receivers' Registrar.
 type gate struct {
+	id     component.ID
 	cfg    *Config
 	logger *zap.Logger
 	rl     *ratelog.Logger
@@ -42,20 +45,24 @@ type gate struct {
 	mu        sync.Mutex
 	observers map[int]Observer
 	nextObs   int
+	exporters int // the exporters that hand the gate commands (Bind)
 	seen      *dedupe
 	unhealthy bool // the last write found its server unreachable
 }
 
-var _ Registrar = (*gate)(nil)
+var (
+	_ Registrar                             = (*gate)(nil)
+	_ extensioncapabilities.PipelineWatcher = (*gate)(nil)
+)
 
-func newGate(cfg *Config, set component.TelemetrySettings) (*gate, error) {
+func newGate(id component.ID, cfg *Config, set component.TelemetrySettings) (*gate, error) {
 	tel, err := newTelemetry(set)
 	if err != nil {
 		return nil, fmt.Errorf("create openhandscontrol telemetry: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &gate{
-		cfg: cfg, logger: set.Logger, rl: ratelog.New(set.Logger, logEvery), tel: tel,
+		id: id, cfg: cfg, logger: set.Logger, rl: ratelog.New(set.Logger, logEvery), tel: tel,
 		ctx: ctx, cancel: cancel, slots: make(chan struct{}, maxInFlight),
 		observers: make(map[int]Observer), seen: newDedupe(dedupeCapacity),
 	}, nil
@@ -86,6 +93,38 @@ func (g *gate) Shutdown(ctx context.Context) error {
 	}
 }
 
+// Ready implements extensioncapabilities.PipelineWatcher: once every
+// component has started, an open gate that no receiver registered with or
+// no exporter bound to is told plainly, since it can then execute nothing.
+func (g *gate) Ready() error {
+	if !g.cfg.Enabled {
+		return nil
+	}
+	g.mu.Lock()
+	receivers, exporters := len(g.observers), g.exporters
+	g.mu.Unlock()
+	if receivers == 0 {
+		g.logger.Warn("the OpenHands control gate is ON but no openhands receiver names it (control: "+g.id.String()+"): "+
+			"no command can be routed to a conversation or acked", zap.String("extension", g.id.String()))
+	}
+	if exporters == 0 {
+		g.logger.Warn("the OpenHands control gate is ON but no aeprelay exporter names it (control: "+g.id.String()+"): "+
+			"no command reaches it", zap.String("extension", g.id.String()))
+	}
+	return nil
+}
+
+// NotReady implements extensioncapabilities.PipelineWatcher.
+func (g *gate) NotReady() error { return nil }
+
+// Bind implements the exporter's ControlHandler: an exporter hands the gate
+// its commands.
+func (g *gate) Bind() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.exporters++
+}
+
 // Register implements Registrar.
 func (g *gate) Register(o Observer) (answerable bool, unregister func()) {
 	g.mu.Lock()
@@ -114,8 +153,10 @@ func (g *gate) AckWindow() time.Duration { return g.cfg.AckWindow }
 
 // HandleCommand takes one command off the exporter's read loop: it only
 // dedupes, then hands the command to a worker, so a slow agent server or a
-// slow pipeline never stalls the relay connection.
-func (g *gate) HandleCommand(_ context.Context, _ []byte, ev *aep.Event) {
+// slow pipeline never stalls the relay connection. raw is the frame the
+// command came in, authenticated whether its relay link carries
+// credentials.
+func (g *gate) HandleCommand(_ context.Context, raw []byte, ev *aep.Event, authenticated bool) {
 	if g.ctx.Err() != nil {
 		return
 	}
@@ -136,7 +177,7 @@ func (g *gate) HandleCommand(_ context.Context, _ []byte, ev *aep.Event) {
 		g.tel.command(g.ctx, ev.Type, outcomeReacked)
 		g.spawn(ev, func() { g.resend(sess, recorded) }, nil)
 	default:
-		g.spawn(ev, func() { g.execute(ev) }, func() { g.forget(k) })
+		g.spawn(ev, func() { g.execute(raw, ev, authenticated) }, func() { g.forget(k) })
 	}
 }
 
@@ -172,63 +213,138 @@ func (g *gate) forget(k commandKey) {
 	g.seen.forget(k)
 }
 
-// session finds the registered observer of a session.
-func (g *gate) session(id string) (Session, bool) {
+// claims returns every observed conversation whose session is id: those of
+// each registered receiver, in registration order, each receiver's in the
+// order it first observed them.
+func (g *gate) claims(id string) []Session {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, o := range g.observers {
-		if s, ok := o.Session(id); ok {
-			return s, true
-		}
+	var out []Session
+	for _, k := range slices.Sorted(maps.Keys(g.observers)) {
+		out = append(out, g.observers[k].Sessions(id)...)
 	}
-	return nil, false
+	return out
 }
 
-// execute decides one command: unsupported (the gate is off, or the type
-// is not among the five), invalid (malformed), refused by a guard, or
+// execute decides one command: unsupported (the gate is off, its relay
+// link is not authenticated, or the type is not among the five), invalid
+// (malformed), refused (its session is claimed twice, or a guard), busy
+// (a write to the conversation is in flight or over its rate), or
 // forwarded as one REST write whose result the reply guard turns into the
 // ack.
-func (g *gate) execute(ev *aep.Event) {
+func (g *gate) execute(raw []byte, ev *aep.Event, authenticated bool) {
 	k := commandKey{source: ev.Source, id: ev.ID}
-	sess, ok := g.session(ev.Session)
-	if !ok {
+	claims := g.claims(ev.Session)
+	if len(claims) == 0 {
 		g.forget(k)
 		g.tel.command(g.ctx, ev.Type, outcomeUnroutable)
 		g.rl.Warn("unroutable", "a command names a session no receiver registered with this gate observes; it cannot be acked (acks are sequenced events of the session)",
 			zap.String("id", ev.ID), zap.String("type", ev.Type), zap.String("session", ev.Session))
 		return
 	}
+	// When two conversations claim the session (two agent servers list the
+	// same id, or two receivers observe one server), the command addresses
+	// only the session (AEP-0004 §2: no server, no target source), so no
+	// write is made: which server was meant cannot be known. Its nack
+	// still has to be sequenced in one session stream (one ack per
+	// command), and every claimant's stream reaches the sender alike (the
+	// relay keeps history by session); the first claim's (the first
+	// registered receiver's earliest observed) is a choice that does not
+	// depend on who listed the id last, and a redelivery re-sends the
+	// recorded nack from it.
+	sess := claims[0]
 	f := &inflight{cmd: &command{id: ev.ID, source: ev.Source, agent: ev.Agent, session: ev.Session, typ: ev.Type}}
 	f.decided = func(d decision) { g.record(k, sess, f.cmd.typ, d) }
-	if rej := g.admit(ev, f); rej != nil {
+	rej := g.admit(raw, ev, authenticated, f)
+	if rej == nil && len(claims) > 1 {
+		rej = g.conflict(ev, claims)
+	}
+	if rej != nil {
 		sess.Control(g.ctx, func(n *Notes) []*aep.Event { return []*aep.Event{n.reject(f, rej, time.Now())} })
 		return
 	}
-	forwarded := false
-	sess.Control(g.ctx, func(n *Notes) []*aep.Event {
-		if rej := n.guard(f.cmd); rej != nil {
-			return []*aep.Event{n.reject(f, rej, time.Now())}
+	g.decide(sess, f)
+}
+
+// decide runs the guards and, when they pass, the write. While another
+// write to the conversation is in flight, the guards would read a status
+// that write may be about to change: the command waits for its answer and
+// is judged afresh, all within reply_guard of its arrival (so that its ack
+// still arrives inside the window), or is refused busy.
+func (g *gate) decide(sess Session, f *inflight) {
+	deadline := time.Now().Add(g.cfg.ReplyGuard)
+	for {
+		var writing *inflight
+		forwarded := false
+		sess.Control(g.ctx, func(n *Notes) []*aep.Event {
+			if rej := n.guard(f.cmd); rej != nil {
+				return []*aep.Event{n.reject(f, rej, time.Now())}
+			}
+			if writing = n.writing; writing != nil {
+				return nil
+			}
+			if rej := n.hold(f.cmd, g.cfg.ConversationRateLimit); rej != nil {
+				return []*aep.Event{n.reject(f, rej, time.Now())}
+			}
+			n.arm(f)
+			forwarded = true
+			return nil
+		})
+		switch {
+		case forwarded:
+			g.forward(sess, f, deadline)
+			return
+		case writing == nil: // decided
+			return
 		}
-		n.arm(f)
-		forwarded = true
-		return nil
-	})
-	if forwarded {
-		g.forward(sess, f)
+		wait := time.NewTimer(time.Until(deadline))
+		select {
+		case <-writing.answered:
+			wait.Stop()
+		case <-wait.C:
+			busy := &rejection{reason: reasonBusy, detail: fmt.Sprintf(
+				"the write of %s (command %s) to this conversation has not answered within reply_guard; one write at a time", writing.cmd.typ, writing.cmd.id)}
+			sess.Control(g.ctx, func(n *Notes) []*aep.Event { return []*aep.Event{n.reject(f, busy, time.Now())} })
+			return
+		case <-g.ctx.Done():
+			wait.Stop()
+			return
+		}
 	}
 }
 
-// admit checks what needs no session state: the gate is on, the type is
-// one of the five, the payload is well formed. On success f.cmd is the
-// parsed command.
-func (g *gate) admit(ev *aep.Event, f *inflight) *rejection {
+// conflict refuses a command whose session more than one observed
+// conversation claims: logged, counted, never routed to a guess.
+func (g *gate) conflict(ev *aep.Event, claims []Session) *rejection {
+	servers := make([]string, len(claims))
+	for i, s := range claims {
+		servers[i] = s.Server().Name
+	}
+	g.tel.conflicts.Add(g.ctx, 1)
+	g.rl.Warn("conflict", "refusing a command: more than one observed conversation claims its session (the same id on several agent servers, or one server under several receivers)",
+		zap.String("id", ev.ID), zap.String("type", ev.Type), zap.String("session", ev.Session), zap.Strings("servers", servers))
+	return &rejection{reason: reasonRefused, detail: fmt.Sprintf(
+		"session %s is claimed by %d observed conversations (the same id on more than one agent server); a command is executed only for a session exactly one conversation claims",
+		ev.Session, len(claims))}
+}
+
+// admit checks what needs no session state: the gate is on, the command
+// came over an authenticated relay link, the type is one of the five, the
+// payload is well formed. On success f.cmd is the parsed command.
+func (g *gate) admit(raw []byte, ev *aep.Event, authenticated bool, f *inflight) *rejection {
 	if !g.cfg.Enabled {
 		return &rejection{reason: reasonUnsupported, detail: "the OpenHands control gate is off: this collector accepts no commands"}
+	}
+	if !authenticated {
+		// A relay link without credentials is one anyone can speak on (a
+		// hostile relay, or anyone in the middle of ws://): it gets the
+		// closed gate's answer, as its hello declared accepts: [].
+		return &rejection{reason: reasonUnsupported, detail: "this collector's relay link sends no credentials: it accepts no commands over it"}
 	}
 	if _, ok := writes[ev.Type]; !ok {
 		return &rejection{reason: reasonUnsupported, detail: fmt.Sprintf("%s is not among the accepted commands %v", ev.Type, accepted)}
 	}
-	cmd, rej := parseCommand(ev, g.cfg.SendInputMaxChars)
+	cmd, rej := parseCommand(raw, ev, g.cfg.SendInputMaxChars)
 	if rej != nil {
 		return rej
 	}
@@ -240,7 +356,7 @@ func (g *gate) admit(ev *aep.Event, f *inflight) *rejection {
 // the ack, unless the guard expires first, which acks control.accepted
 // (will try) and lets the result still drop the note or, at 2xx, emit the
 // send_input outcome.
-func (g *gate) forward(sess Session, f *inflight) {
+func (g *gate) forward(sess Session, f *inflight, deadline time.Time) {
 	srv := sess.Server()
 	w := writes[f.cmd.typ](f.cmd)
 	answer := make(chan writeOutcome, 1)
@@ -251,7 +367,7 @@ func (g *gate) forward(sess Session, f *inflight) {
 		g.tel.wrote(g.ctx, f.cmd.typ, o, start)
 		answer <- o
 	})
-	guard := time.NewTimer(g.cfg.ReplyGuard)
+	guard := time.NewTimer(time.Until(deadline))
 	defer guard.Stop()
 	var o writeOutcome
 	select {
@@ -264,7 +380,7 @@ func (g *gate) forward(sess Session, f *inflight) {
 	}
 	if o.status/100 != 2 {
 		g.rl.Warn("write:"+srv.Name, "a control write failed", zap.String("id", f.cmd.id), zap.String("type", f.cmd.typ),
-			zap.String("server", srv.Name), zap.Int("status", o.status))
+			zap.String("server", srv.Name), zap.Int("status", o.status), zap.String("detail", o.detail), zap.NamedError("transport_error", o.err))
 	}
 	sess.Control(g.ctx, func(n *Notes) []*aep.Event { return n.settle(f, o.result(), time.Now()) })
 }

@@ -2,9 +2,11 @@ package openhandscontrol
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +19,8 @@ import (
 	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/zap"
+	zapobserver "go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-openhands/otelcol-openhands/exporter/aeprelayexporter"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
@@ -59,6 +63,16 @@ func (s *fakeSession) Resend(_ context.Context, ev *aep.Event) {
 	s.resent = append(s.resent, ev)
 }
 
+// observe is the receiver mapping a status flip of the conversation:
+// the view moves and the notes see the flip.
+func (s *fakeSession) observe(status string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev := s.view.status
+	s.view.status = status
+	s.emitted = append(s.emitted, s.notes.Decorate(prev, nil, time.Now())...)
+}
+
 func (s *fakeSession) events() []*aep.Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -67,9 +81,11 @@ func (s *fakeSession) events() []*aep.Event {
 
 type observer map[string]*fakeSession
 
-func (o observer) Session(id string) (Session, bool) {
-	s, ok := o[id]
-	return s, ok
+func (o observer) Sessions(id string) []Session {
+	if s, ok := o[id]; ok {
+		return []Session{s}
+	}
+	return nil
 }
 
 // statusHost records the component status the gate reports.
@@ -197,7 +213,7 @@ func TestHandleCommandNeverBlocksTheReadLoop(t *testing.T) {
 	h.sess.hold = make(chan struct{}) // a pipeline that does not take events
 	returned := make(chan struct{})
 	go func() {
-		h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause))
+		h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause), true)
 		close(returned)
 	}()
 	select {
@@ -212,7 +228,7 @@ func TestHandleCommandNeverBlocksTheReadLoop(t *testing.T) {
 func TestAPauseEndToEndWithMetrics(t *testing.T) {
 	h := startGate(t, gateConfig(true), oh.StatusRunning)
 	h.register()
-	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause))
+	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause), true)
 	h.await(t, "control.accepted", "c1")
 	require.Eventually(t, func() bool { return h.conv.Status() == oh.StatusPaused }, waitFor, 5*time.Millisecond)
 	writes := h.stub.Writes()
@@ -235,10 +251,10 @@ func TestRedeliveries(t *testing.T) {
 	h := startGate(t, gateConfig(true), oh.StatusIdle)
 	h.register()
 	h.stub.SetWriteFault(oh.WriteFault{Delay: 200 * time.Millisecond})
-	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause)) // refused: idle
+	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause), true) // refused: idle
 	ack := h.await(t, "control.rejected", "c1")
 
-	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause))
+	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause), true)
 	require.Eventually(t, func() bool {
 		h.sess.mu.Lock()
 		defer h.sess.mu.Unlock()
@@ -249,7 +265,7 @@ func TestRedeliveries(t *testing.T) {
 	input := h.command("c2", typeSendInput)
 	input.Data = map[string]any{"text": "hi"}
 	for range 3 {
-		h.gate.HandleCommand(context.Background(), nil, input)
+		h.gate.HandleCommand(context.Background(), nil, input, true)
 	}
 	h.await(t, "x.openhands.input.sent", "c2")
 	assert.Len(t, h.stub.Writes(), 1, "executed once")
@@ -267,17 +283,17 @@ func TestRedeliveries(t *testing.T) {
 
 func TestAnUnobservedSessionIsTriedAfreshLater(t *testing.T) {
 	h := startGate(t, gateConfig(true), oh.StatusRunning)
-	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause))
+	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause), true)
 	require.Eventually(t, func() bool {
 		return h.counter(t, "otelcol_openhandscontrol_commands", attribute.String("outcome", outcomeUnroutable)) == 1
 	}, waitFor, 5*time.Millisecond)
 	assert.Empty(t, h.stub.Writes())
 
 	unregister := h.register()
-	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause))
+	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause), true)
 	h.await(t, "control.accepted", "c1")
 	unregister()
-	h.gate.HandleCommand(context.Background(), nil, h.command("c2", typeResume))
+	h.gate.HandleCommand(context.Background(), nil, h.command("c2", typeResume), true)
 	require.Eventually(t, func() bool {
 		return h.counter(t, "otelcol_openhandscontrol_commands", attribute.String("outcome", outcomeUnroutable)) == 2
 	}, waitFor, 5*time.Millisecond)
@@ -287,7 +303,7 @@ func TestAClosedGateAnswersUnsupported(t *testing.T) {
 	h := startGate(t, gateConfig(false), oh.StatusRunning)
 	h.register()
 	for _, typ := range append(slices.Clone(accepted), "control.cancel") {
-		h.gate.HandleCommand(context.Background(), nil, h.command("c-"+typ, typ))
+		h.gate.HandleCommand(context.Background(), nil, h.command("c-"+typ, typ), true)
 		ack := h.await(t, "control.rejected", "c-"+typ)
 		assert.Equal(t, "unsupported", ack.Data["reason"])
 	}
@@ -298,17 +314,21 @@ func TestReplyGuardAndUnreachableServers(t *testing.T) {
 	h := startGate(t, gateConfig(true), oh.StatusRunning)
 	h.register()
 	h.stub.SetWriteFault(oh.WriteFault{Delay: 2 * time.Second})
-	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typeInterrupt))
+	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typeInterrupt), true)
 	h.await(t, "control.accepted", "c1")
 	assert.Equal(t, oh.StatusRunning, h.conv.Status(), "acked will-try before the write landed")
 	require.Eventually(t, func() bool { return h.conv.Status() == oh.StatusPaused }, waitFor, 5*time.Millisecond)
 	require.Eventually(t, func() bool { return h.writesAnswered(t) == 1 }, waitFor, 5*time.Millisecond)
+	h.sess.observe(oh.StatusPaused)
+	h.sess.observe(oh.StatusRunning) // resumed elsewhere
 
 	h.stub.Close()
-	h.gate.HandleCommand(context.Background(), nil, h.command("c2", typePause))
+	h.gate.HandleCommand(context.Background(), nil, h.command("c2", typePause), true)
 	ack := h.await(t, "control.rejected", "c2")
 	assert.Equal(t, "busy", ack.Data["reason"])
 	assert.Contains(t, ack.Data["detail"], "POST /api/conversations/"+h.conv.ID()+"/pause: ", "no answer: refused or cut off")
+	assert.Contains(t, ack.Data["detail"], "agent server unreachable: ")
+	assert.NotContains(t, ack.Data["detail"], h.sess.server.Base.Host, "the server's address stays in the local log")
 	assert.Equal(t, []componentstatus.Status{componentstatus.StatusRecoverableError}, h.host.statuses())
 }
 
@@ -327,4 +347,214 @@ func TestDedupeIsBounded(t *testing.T) {
 	assert.False(t, fresh)
 	assert.Equal(t, "ack-c", e.decision.ack.ID)
 	assert.Len(t, d.entries, 3, "two decided, one in flight")
+}
+
+// claimants is an observer whose sessions more than one server claims.
+type claimants map[string][]*fakeSession
+
+func (o claimants) Sessions(id string) []Session {
+	var out []Session
+	for _, s := range o[id] {
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestASessionTwoServersClaimIsNeverRoutedToAGuess(t *testing.T) {
+	prod := startGate(t, gateConfig(true), oh.StatusRunning)
+	g := prod.gate
+	// dev lists the same conversation id, with its own key.
+	dev := startGate(t, gateConfig(true), oh.StatusRunning)
+	_, err := dev.stub.CreateConversation(oh.ConversationOptions{ID: prod.conv.ID(), Status: oh.StatusRunning})
+	require.NoError(t, err)
+	dev.sess.server.Name = "dev"
+	_, unregisterProd := g.Register(observer{prod.conv.ID(): prod.sess})
+	defer unregisterProd()
+	_, unregisterDev := g.Register(observer{prod.conv.ID(): dev.sess})
+
+	for _, typ := range []string{typePause, typeSendInput} {
+		cmd := prod.command("c-"+typ, typ)
+		cmd.Data = map[string]any{"text": "hi"}
+		g.HandleCommand(context.Background(), nil, cmd, true)
+		ack := prod.await(t, "control.rejected", cmd.ID)
+		assert.Equal(t, reasonRefused, ack.Data["reason"])
+		assert.Contains(t, ack.Data["detail"], "claimed by 2 observed conversations")
+	}
+	assert.Empty(t, prod.stub.Writes())
+	assert.Empty(t, dev.stub.Writes(), "never written with the other server's key")
+	assert.Empty(t, dev.sess.events(), "one nack, in the first claim's stream")
+	assert.Equal(t, int64(2), prod.counter(t, "otelcol_openhandscontrol_session_conflicts"))
+	assert.Equal(t, int64(1), prod.counter(t, "otelcol_openhandscontrol_commands",
+		attribute.String("type", typePause), attribute.String("outcome", reasonRefused)))
+
+	// dev forgets the id: prod's conversation is the one claimant again.
+	unregisterDev()
+	g.HandleCommand(context.Background(), nil, prod.command("c2", typePause), true)
+	prod.await(t, "control.accepted", "c2")
+	require.Len(t, prod.stub.Writes(), 1)
+	assert.Empty(t, dev.stub.Writes())
+}
+
+func TestOneReceiverWithTwoClaimsRefusesToo(t *testing.T) {
+	prod := startGate(t, gateConfig(true), oh.StatusRunning)
+	dev := startGate(t, gateConfig(true), oh.StatusRunning)
+	_, unregister := prod.gate.Register(claimants{prod.conv.ID(): {prod.sess, dev.sess}})
+	defer unregister()
+	prod.gate.HandleCommand(context.Background(), nil, prod.command("c1", typeInterrupt), true)
+	ack := prod.await(t, "control.rejected", "c1")
+	assert.Equal(t, reasonRefused, ack.Data["reason"])
+	assert.Empty(t, prod.stub.Writes())
+	assert.Empty(t, dev.stub.Writes())
+}
+
+func TestACommandOverALinkWithoutCredentialsIsUnsupported(t *testing.T) {
+	h := startGate(t, gateConfig(true), oh.StatusWaitingForConfirmation)
+	h.register()
+	h.sess.view.attention = "req-1"
+	for _, typ := range accepted {
+		cmd := h.command("c-"+typ, typ)
+		cmd.Subject = "req-1"
+		cmd.Data = map[string]any{"text": "hi", "answer": map[string]any{"option": "approve"}}
+		h.gate.HandleCommand(context.Background(), nil, cmd, false)
+		ack := h.await(t, "control.rejected", cmd.ID)
+		assert.Equal(t, reasonUnsupported, ack.Data["reason"])
+		assert.Contains(t, ack.Data["detail"], "relay link sends no credentials")
+	}
+	assert.Empty(t, h.stub.Writes(), "an unauthenticated link executes nothing")
+}
+
+// decidedCommands counts the commands of typ the gate has accounted for.
+func (h *gateHarness) decidedCommands(t *testing.T, typ string) int64 {
+	var n int64
+	for _, outcome := range []string{"accepted", reasonBusy, reasonRefused, reasonInvalid, reasonUnsupported, outcomeOverloaded, outcomeUnroutable} {
+		n += h.counter(t, "otelcol_openhandscontrol_commands", attribute.String("type", typ), attribute.String("outcome", outcome))
+	}
+	return n
+}
+
+func TestAFloodOfPausesMakesOneWrite(t *testing.T) {
+	h := startGate(t, gateConfig(true), oh.StatusRunning)
+	h.register()
+	h.stub.SetWriteFault(oh.WriteFault{Delay: 50 * time.Millisecond})
+	const n = 10_000
+	for i := range n {
+		h.gate.HandleCommand(context.Background(), nil, h.command(fmt.Sprintf("c%d", i), typePause), true)
+	}
+	require.Eventually(t, func() bool { return h.decidedCommands(t, typePause) == n }, 4*waitFor, 10*time.Millisecond)
+	// The status the pause flips is not observed yet (the view still says
+	// running): every later pause waits on the first write.
+	assert.Equal(t, 1, len(h.stub.Writes()), "POSTs")
+	assert.Equal(t, int64(1), h.counter(t, "otelcol_openhandscontrol_commands",
+		attribute.String("type", typePause), attribute.String("outcome", "accepted")))
+	assert.Positive(t, h.counter(t, "otelcol_openhandscontrol_commands",
+		attribute.String("type", typePause), attribute.String("outcome", reasonBusy)))
+}
+
+func TestOneWriteInFlightPerConversation(t *testing.T) {
+	h := startGate(t, gateConfig(true), oh.StatusRunning)
+	h.register()
+	h.stub.SetWriteFault(oh.WriteFault{Delay: 3 * time.Second})
+	first := h.command("c1", typeSendInput)
+	first.Data = map[string]any{"text": "one"}
+	h.gate.HandleCommand(context.Background(), nil, first, true)
+	h.await(t, "control.accepted", "c1") // the reply guard expired: will try
+
+	for _, typ := range []string{typeSendInput, typeInterrupt} {
+		cmd := h.command("c-"+typ, typ)
+		cmd.Data = map[string]any{"text": "two"}
+		h.gate.HandleCommand(context.Background(), nil, cmd, true)
+		ack := h.await(t, "control.rejected", cmd.ID)
+		assert.Equal(t, reasonBusy, ack.Data["reason"])
+		assert.Contains(t, ack.Data["detail"], "the write of x.openhands.control.send_input (command c1) to this conversation has not answered within reply_guard")
+	}
+	h.await(t, "x.openhands.input.sent", "c1")
+	h.stub.SetWriteFault(oh.WriteFault{})
+	h.gate.HandleCommand(context.Background(), nil, h.command("c3", typeInterrupt), true)
+	h.await(t, "control.accepted", "c3")
+	assert.Len(t, h.stub.Writes(), 2)
+}
+
+func TestACommandWaitsForTheWriteInFlight(t *testing.T) {
+	cfg := gateConfig(true)
+	cfg.ReplyGuard = 8 * time.Second
+	h := startGate(t, cfg, oh.StatusRunning)
+	h.register()
+	const delay = time.Second
+	h.stub.SetWriteFault(oh.WriteFault{Delay: delay})
+	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause), true)
+	require.Eventually(t, func() bool { return len(h.stub.Writes()) == 1 }, waitFor, 5*time.Millisecond)
+	input := h.command("c2", typeSendInput)
+	input.Data = map[string]any{"text": "hi"}
+	h.gate.HandleCommand(context.Background(), nil, input, true)
+	h.await(t, "x.openhands.input.sent", "c2")
+	h.await(t, "control.accepted", "c1")
+	writes := h.stub.Writes()
+	require.Len(t, writes, 2)
+	assert.GreaterOrEqual(t, writes[1].At.Sub(writes[0].At), delay, "the second write waited for the first's answer")
+}
+
+func TestTheConversationRateLimit(t *testing.T) {
+	cfg := gateConfig(true)
+	cfg.ConversationRateLimit = RateLimit{WritesPerSecond: 0.001, Burst: 3}
+	h := startGate(t, cfg, oh.StatusIdle)
+	h.register()
+	for i := range 5 {
+		cmd := h.command(fmt.Sprintf("c%d", i), typeSendInput)
+		cmd.Data = map[string]any{"text": "more"}
+		h.gate.HandleCommand(context.Background(), nil, cmd, true)
+		if i < 3 {
+			h.await(t, "control.accepted", cmd.ID)
+			h.await(t, "x.openhands.input.sent", cmd.ID)
+			continue
+		}
+		ack := h.await(t, "control.rejected", cmd.ID)
+		assert.Equal(t, reasonBusy, ack.Data["reason"])
+		assert.Contains(t, ack.Data["detail"], "write rate limit is reached (0.001 writes per second, burst 3)")
+	}
+	assert.Len(t, h.stub.Writes(), 3)
+}
+
+func TestReadyWarnsWhenTheOpenGateIsUnbound(t *testing.T) {
+	const noReceiver, noExporter = "the OpenHands control gate is ON but no openhands receiver names it (control: openhandscontrol/x): " +
+		"no command can be routed to a conversation or acked",
+		"the OpenHands control gate is ON but no aeprelay exporter names it (control: openhandscontrol/x): no command reaches it"
+	for _, tc := range []struct {
+		name                string
+		enabled, recv, bind bool
+		want                []string
+	}{
+		{name: "open, unbound", enabled: true, want: []string{noReceiver, noExporter}},
+		{name: "open, no exporter", enabled: true, recv: true, want: []string{noExporter}},
+		{name: "open, no receiver", enabled: true, bind: true, want: []string{noReceiver}},
+		{name: "open, bound", enabled: true, recv: true, bind: true},
+		{name: "closed", want: nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			core, logs := zapobserver.New(zap.WarnLevel)
+			set := extensiontest.NewNopSettings(componentType)
+			set.ID = component.NewIDWithName(componentType, "x")
+			set.Logger = zap.New(core)
+			ext, err := NewFactory().Create(context.Background(), set, gateConfig(tc.enabled))
+			require.NoError(t, err)
+			g := ext.(*gate)
+			require.NoError(t, g.Start(context.Background(), componenttest.NewNopHost()))
+			defer func() { require.NoError(t, g.Shutdown(context.Background())) }()
+			if tc.recv {
+				_, unregister := g.Register(observer{})
+				defer unregister()
+			}
+			if tc.bind {
+				g.Bind()
+			}
+			require.NoError(t, g.Ready())
+			var got []string
+			for _, e := range logs.FilterLevelExact(zap.WarnLevel).All() {
+				if strings.Contains(e.Message, "names it") {
+					got = append(got, e.Message)
+				}
+			}
+			assert.Equal(t, tc.want, got)
+			require.NoError(t, g.NotReady())
+		})
+	}
 }

@@ -28,8 +28,11 @@ type Registrar interface {
 
 // Observer is a receiver's set of observed conversations.
 type Observer interface {
-	// Session returns the conversation observed as AEP session id.
-	Session(id string) (Session, bool)
+	// Sessions returns every observed conversation whose AEP session id is
+	// id, in the order they were first observed: one per agent server that
+	// lists the id. More than one is a conflict the gate refuses to guess
+	// through.
+	Sessions(id string) []Session
 }
 
 // Session is one observed conversation, as the gate drives it.

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 )
 
@@ -32,6 +34,9 @@ type inflight struct {
 	// the conversation's lock, before the ack is emitted), so that a
 	// redelivery arriving after the ack always finds it recorded.
 	decided func(decision)
+	// answered is closed once the command's write has its answer (or
+	// failed); commands waiting on the conversation's write wait on it.
+	answered chan struct{}
 }
 
 // decide records d as f's decision.
@@ -62,6 +67,11 @@ type Notes struct {
 	pause, resume, interrupt *inflight
 	// respond marks the live attention request settling.
 	respond *inflight
+	// writing is the command whose REST write has not answered yet: at
+	// most one write is in flight per conversation.
+	writing *inflight
+	// writes is the conversation's rate limit, made on its first write.
+	writes *rate.Limiter
 }
 
 // NewNotes returns the control state of one conversation read through
@@ -109,9 +119,42 @@ func (n *Notes) guard(c *command) *rejection {
 	return nil
 }
 
+// hold checks a command the guards let through, with no write in flight,
+// against the writes already made: it is refused busy while an earlier
+// command asking for the same flip waits for the stream to show it (the
+// guard it passed read a status that write is about to change), or past
+// the conversation's rate limit. nil means forward it; the write is then
+// counted against the limit.
+func (n *Notes) hold(c *command, limit RateLimit) *rejection {
+	busy := func(format string, args ...any) *rejection {
+		return &rejection{reason: reasonBusy, detail: fmt.Sprintf(format, args...)}
+	}
+	var pending *inflight
+	switch c.typ {
+	case typePause:
+		pending = cmp.Or(n.pause, n.interrupt)
+	case typeInterrupt:
+		pending = n.interrupt // an interrupt may escalate a pending pause
+	case typeResume:
+		pending = n.resume
+	}
+	if pending != nil {
+		return busy("%s (command %s) was written and its status change is not observed yet", pending.cmd.typ, pending.cmd.id)
+	}
+	if n.writes == nil {
+		n.writes = rate.NewLimiter(rate.Limit(limit.WritesPerSecond), limit.Burst)
+	}
+	if !n.writes.Allow() {
+		return busy("this conversation's write rate limit is reached (%g writes per second, burst %d)", limit.WritesPerSecond, limit.Burst)
+	}
+	return nil
+}
+
 // arm records a forwarded command's pending note, so that the status
-// flip it causes is cause-linked to it.
+// flip it causes is cause-linked to it, and its write as the one in
+// flight.
 func (n *Notes) arm(f *inflight) {
+	n.writing, f.answered = f, make(chan struct{})
 	switch f.cmd.typ {
 	case typePause:
 		n.pause = f
@@ -181,6 +224,10 @@ func (n *Notes) settle(f *inflight, r result, at time.Time) []*aep.Event {
 		} else {
 			out = append(out, n.accept(f, at))
 		}
+	}
+	if !r.willTry && n.writing == f {
+		n.writing = nil
+		close(f.answered)
 	}
 	if r.rejection != nil {
 		n.disarm(f)

@@ -32,12 +32,13 @@ type telemetry struct {
 	commands     metric.Int64Counter
 	acks         metric.Int64Counter
 	writeLatency metric.Float64Histogram
+	conflicts    metric.Int64Counter
 }
 
 func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	m := set.MeterProvider.Meter(scopeName)
 	var t telemetry
-	var errs [3]error
+	var errs [4]error
 	t.commands, errs[0] = m.Int64Counter("otelcol_openhandscontrol_commands",
 		metric.WithDescription("Commands handed to the gate, by type and outcome (accepted, a nack reason, or duplicate, reacked, unroutable, overloaded)."),
 		metric.WithUnit("{command}"))
@@ -47,6 +48,9 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	t.writeLatency, errs[2] = m.Float64Histogram("otelcol_openhandscontrol_write_latency",
 		metric.WithDescription("Time from a REST write to the agent server's answer, by command type and status class (2xx, 4xx, 5xx, unreachable)."),
 		metric.WithUnit("s"))
+	t.conflicts, errs[3] = m.Int64Counter("otelcol_openhandscontrol_session_conflicts",
+		metric.WithDescription("Commands refused because more than one observed conversation claims their session (the same id on several agent servers)."),
+		metric.WithUnit("{command}"))
 	return &t, errors.Join(errs[:]...)
 }
 

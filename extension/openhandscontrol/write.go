@@ -3,11 +3,16 @@ package openhandscontrol // import "github.com/otelcol-openhands/otelcol-openhan
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 )
 
 // maxDetailBytes bounds how much of an error answer becomes a detail.
@@ -17,8 +22,11 @@ const maxDetailBytes = 1024
 type writeOutcome struct {
 	// status is the HTTP status, 0 when no answer arrived.
 	status int
-	// detail is the server's error detail, or the transport error.
+	// detail is the server's error detail, or what kept the answer from
+	// arriving. It rides in the ack, so it never names the server's
+	// address: err holds the transport error for the local log.
 	detail string
+	err    error
 }
 
 // writeAgentServer is the one place the distribution writes to an agent
@@ -33,7 +41,7 @@ func writeAgentServer(ctx context.Context, srv Server, w write) writeOutcome {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.Base.JoinPath(w.path).String(), body)
 	if err != nil {
-		return writeOutcome{detail: fmt.Sprintf("build POST %s: %v", w.path, err)}
+		return writeOutcome{detail: fmt.Sprintf("POST %s: the request could not be built", w.path), err: err}
 	}
 	req.Header.Set("Accept", "application/json")
 	if w.body != nil {
@@ -44,7 +52,7 @@ func writeAgentServer(ctx context.Context, srv Server, w write) writeOutcome {
 	}
 	resp, err := srv.Client.Do(req)
 	if err != nil {
-		return writeOutcome{detail: fmt.Sprintf("POST %s: %v", w.path, err)}
+		return writeOutcome{detail: fmt.Sprintf("POST %s: agent server unreachable: %s", w.path, transportFailure(err)), err: err}
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxDetailBytes))
@@ -53,6 +61,37 @@ func writeAgentServer(ctx context.Context, srv Server, w write) writeOutcome {
 		out.detail = fmt.Sprintf("POST %s: %s: %s", w.path, resp.Status, errorDetail(raw))
 	}
 	return out
+}
+
+// transportFailure names what kept a request from its answer without the
+// URL, host or address the transport's error carries: the ack's detail
+// travels to whoever reads the session, the agent server's address stays
+// in the local log.
+func transportFailure(err error) string {
+	var dns *net.DNSError
+	var tlsRecord tls.RecordHeaderError
+	var unknownAuthority x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var timeout interface{ Timeout() bool }
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "cancelled (the collector is shutting down)"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &timeout) && timeout.Timeout():
+		return "timeout"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed before the answer"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "no route to the host"
+	case errors.As(err, &dns):
+		return "host name not resolved"
+	case errors.As(err, &tlsRecord), errors.As(err, &unknownAuthority), errors.As(err, &hostname), errors.As(err, &invalid):
+		return "TLS handshake failed"
+	default:
+		return "connection failed"
+	}
 }
 
 // errorDetail reads the server's {"detail": ...} error body (a string, or

@@ -181,17 +181,29 @@ func (e *env) emitterConn() int {
 	return 0
 }
 
+// awaitingApproval creates a running conversation whose agent then puts a
+// terminal command up for approval, and returns the attention.requested.
+func (e *env) awaitingApproval(command string) (*oh.Conversation, *aep.Event) {
+	e.t.Helper()
+	conv := e.conversationIn(oh.StatusRunning)
+	_, err := conv.Append(oh.ActionEvent(oh.ActionSpec{Action: map[string]any{"kind": "TerminalAction", "command": command}}))
+	require.NoError(e.t, err)
+	e.setStatus(conv, oh.StatusWaitingForConfirmation)
+	return conv, last(e.awaitTypes(conv, "attention.requested"), "attention.requested")
+}
+
+// declaredAccepts is the accepts of the collector's latest hello.
+func (e *env) declaredAccepts() []string {
+	e.t.Helper()
+	hellos := e.relay.Hellos()
+	require.NotEmpty(e.t, hellos)
+	return hellos[len(hellos)-1].Accepts
+}
+
 func TestControlGateOffWritesNothing(t *testing.T) {
 	e := startGated(t, gateOff)
-	conv := e.conversationIn(oh.StatusRunning)
-	_, err := conv.Append(oh.ActionEvent(oh.ActionSpec{Action: map[string]any{"kind": "TerminalAction", "command": "ls"}}))
-	require.NoError(t, err)
-	e.setStatus(conv, oh.StatusWaitingForConfirmation)
-	request := last(e.awaitTypes(conv, "attention.requested"), "attention.requested")
-
-	hellos := e.relay.Hellos()
-	require.NotEmpty(t, hellos)
-	assert.Equal(t, []string{}, hellos[len(hellos)-1].Accepts, "a closed gate declares accepts: []")
+	conv, request := e.awaitingApproval("ls")
+	assert.Equal(t, []string{}, e.declaredAccepts(), "a closed gate declares accepts: []")
 	assert.NotContains(t, request.Data, "options", "the read-only request offers no options")
 	assert.NotContains(t, request.Data, "respond_via")
 
@@ -221,7 +233,10 @@ func TestControlGateOffWritesNothing(t *testing.T) {
 	assertNoWrites(t, e.stub)
 }
 
-func TestControlRelayWithoutTokenIsWatchOnly(t *testing.T) {
+// startGatedWithoutToken starts the open gate behind a tokenless relay,
+// the exporter sending no credentials.
+func startGatedWithoutToken(t *testing.T) *env {
+	t.Helper()
 	e := &env{
 		t:     t,
 		stub:  oh.Start(t, oh.Config{SessionAPIKeys: []string{stubKey}}),
@@ -229,6 +244,11 @@ func TestControlRelayWithoutTokenIsWatchOnly(t *testing.T) {
 		otlp:  startOTLPSink(t),
 	}
 	e.start(pipelineConfig{control: gateOn, noToken: true, receiverExtra: contentCapture})
+	return e
+}
+
+func TestControlRelayWithoutTokenIsWatchOnly(t *testing.T) {
+	e := startGatedWithoutToken(t)
 	conv := e.conversationIn(oh.StatusRunning)
 	c := &cmd{typ: "control.pause", session: conv.ID()}
 	refusal, err := e.relay.SendCommand(c.raw(t))
@@ -238,6 +258,32 @@ func TestControlRelayWithoutTokenIsWatchOnly(t *testing.T) {
 	assert.Zero(t, e.relay.Commands()[0].To, "never routed")
 	e.verify(conv)
 	assert.Nil(t, ackOf(e.relayEvents(conv.ID()), c.id))
+	assertNoWrites(t, e.stub)
+}
+
+func TestControlOpenGateWithoutCredentialsExecutesNothing(t *testing.T) {
+	e := startGatedWithoutToken(t)
+	conv, request := e.awaitingApproval("rm -rf /")
+	assert.Equal(t, []string{}, e.declaredAccepts(), "a link without credentials declares accepts: []")
+
+	// A relay that routes anyway (a hostile one, or anyone on a ws://
+	// link): every command gets the closed gate's answer.
+	commands := []*cmd{
+		{typ: "control.attention.respond", subject: request.ID, data: map[string]any{"answer": map[string]any{"option": "approve"}}},
+		{typ: "control.pause"}, {typ: "control.resume"}, {typ: "x.openhands.control.interrupt"},
+		{typ: "x.openhands.control.send_input", data: map[string]any{"text": "hello"}},
+	}
+	conn := e.emitterConn()
+	for _, c := range commands {
+		c.session = conv.ID()
+		require.NoError(t, e.relay.SendFrame(conn, c.raw(t)))
+	}
+	for _, c := range commands {
+		ack, _ := e.awaitAck(c)
+		assertRejected(t, ack, "unsupported", "relay link sends no credentials")
+	}
+	assert.Equal(t, oh.StatusWaitingForConfirmation, conv.Status())
+	e.verify(conv)
 	assertNoWrites(t, e.stub)
 }
 
@@ -520,6 +566,7 @@ func TestControlUnreachableServerIsBusy(t *testing.T) {
 	e.send(pause)
 	ack, _ := e.awaitAck(pause)
 	assertRejected(t, ack, "busy", "POST /api/conversations/"+conv.ID()+"/pause: ") // refused, or a pooled connection cut off
+	assert.NotContains(t, ack.Data["detail"], strings.TrimPrefix(e.stub.URL(), "http://"), "the agent server's address stays in the local log")
 	e.settle()
 	assert.Empty(t, e.relay.Violations())
 }

@@ -3,6 +3,7 @@ package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openha
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"go.opentelemetry.io/collector/component"
@@ -32,37 +33,52 @@ func findControl(id component.ID, extensions map[component.ID]component.Componen
 	return reg, nil
 }
 
-// sessionIndex finds an observed conversation by its AEP session id, for
-// the gate; the discovery goroutines add and remove them.
+// sessionIndex finds observed conversations by their AEP session id, for
+// the gate; the discovery goroutines add and remove them. It holds one
+// entry per (server, conversation): two agent servers listing the same id
+// are two claims, which the gate refuses to choose between, and removing
+// one never hides the other.
 type sessionIndex struct {
 	mu    sync.Mutex
-	convs map[string]*conversation
+	convs map[string][]*conversation // by id, in the order first observed
 }
 
 func newSessionIndex() *sessionIndex {
-	return &sessionIndex{convs: make(map[string]*conversation)}
+	return &sessionIndex{convs: make(map[string][]*conversation)}
 }
 
+// add enters c, replacing the entry of the same server and id.
 func (x *sessionIndex) add(c *conversation) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.convs[c.id] = c
+	claims := x.convs[c.id]
+	if i := slices.IndexFunc(claims, func(o *conversation) bool { return o.watch == c.watch }); i >= 0 {
+		claims[i] = c
+		return
+	}
+	x.convs[c.id] = append(claims, c)
 }
 
 func (x *sessionIndex) remove(c *conversation) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.convs[c.id] == c {
+	claims := slices.DeleteFunc(x.convs[c.id], func(o *conversation) bool { return o == c })
+	if len(claims) == 0 {
 		delete(x.convs, c.id)
+		return
 	}
+	x.convs[c.id] = claims
 }
 
-// Session implements openhandscontrol.Observer.
-func (x *sessionIndex) Session(id string) (openhandscontrol.Session, bool) {
+// Sessions implements openhandscontrol.Observer.
+func (x *sessionIndex) Sessions(id string) []openhandscontrol.Session {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	c, ok := x.convs[id]
-	return c, ok
+	out := make([]openhandscontrol.Session, 0, len(x.convs[id]))
+	for _, c := range x.convs[id] {
+		out = append(out, c)
+	}
+	return out
 }
 
 var _ openhandscontrol.Session = (*conversation)(nil)

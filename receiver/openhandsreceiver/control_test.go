@@ -2,6 +2,8 @@ package openhandsreceiver
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,7 +11,12 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
+
+	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
 )
 
 // extensionsHost offers a fixed set of extensions.
@@ -48,4 +55,92 @@ func TestStartNeedsTheNamedControlExtension(t *testing.T) {
 			require.NoError(t, r.Shutdown(context.Background()))
 		})
 	}
+}
+
+func TestSessionIndexKeepsEveryServersClaim(t *testing.T) {
+	prod, dev := &serverWatch{}, &serverWatch{}
+	a, b := &conversation{id: "x", watch: prod}, &conversation{id: "x", watch: dev}
+	x := newSessionIndex()
+	x.add(a)
+	x.add(b)
+	assert.Equal(t, []openhandscontrol.Session{a, b}, x.Sessions("x"), "both claims, in the order observed")
+	a2 := &conversation{id: "x", watch: prod}
+	x.add(a2)
+	assert.Equal(t, []openhandscontrol.Session{a2, b}, x.Sessions("x"), "one entry per (server, conversation)")
+	x.remove(a) // an entry already replaced
+	x.remove(b)
+	assert.Equal(t, []openhandscontrol.Session{a2}, x.Sessions("x"), "removing one claim never hides the other")
+	x.remove(a2)
+	assert.Empty(t, x.Sessions("x"))
+	assert.Empty(t, x.convs)
+}
+
+// TestTwoServersListingOneIDNeverShareCommands: prod and dev both list
+// conversation X; a command for X is written to neither, and once dev
+// deletes X it goes to prod, with prod's key.
+func TestTwoServersListingOneIDNeverShareCommands(t *testing.T) {
+	prodStub := oh.Start(t, oh.Config{SessionAPIKeys: []string{"prod-key"}})
+	devStub := oh.Start(t, oh.Config{SessionAPIKeys: []string{"dev-key"}})
+	prod, err := prodStub.CreateConversation(oh.ConversationOptions{Status: oh.StatusRunning})
+	require.NoError(t, err)
+	dev, err := devStub.CreateConversation(oh.ConversationOptions{ID: prod.ID(), Status: oh.StatusRunning})
+	require.NoError(t, err)
+
+	gateID := component.MustNewID("openhandscontrol")
+	gateCfg := openhandscontrol.NewFactory().CreateDefaultConfig().(*openhandscontrol.Config)
+	gateCfg.Enabled = true
+	ext, err := openhandscontrol.NewFactory().Create(context.Background(), extensiontest.NewNopSettings(gateID.Type()), gateCfg)
+	require.NoError(t, err)
+	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, ext.Shutdown(context.Background())) })
+	gate := ext.(interface {
+		HandleCommand(ctx context.Context, raw []byte, ev *aep.Event, authenticated bool)
+	})
+
+	cfg := fastConfig(socketSession, prodStub, devStub)
+	cfg.Servers[0].SessionAPIKey, cfg.Servers[0].Name = "prod-key", "prod"
+	cfg.Servers[1].SessionAPIKey, cfg.Servers[1].Name = "dev-key", "dev"
+	cfg.Control = &gateID
+	h := startHarnessWith(t, cfg, map[component.ID]component.Component{gateID: ext})
+	waitSockets(t, prod, 1)
+	waitSockets(t, dev, 1)
+
+	command := func(id string) *aep.Event {
+		return &aep.Event{AEP: aep.Version, ID: id, Type: "control.pause", Source: "aep://ops", Agent: "ops", Session: prod.ID()}
+	}
+	ack := func(cmd string) *aep.Event {
+		var found *aep.Event
+		require.Eventually(t, func() bool {
+			for _, ev := range h.session(prod.ID()) {
+				if ev.Cause == cmd && strings.HasPrefix(ev.Type, "control.") {
+					found = ev
+					return true
+				}
+			}
+			return false
+		}, waitFor, tick, "no ack of %s", cmd)
+		return found
+	}
+
+	gate.HandleCommand(context.Background(), nil, command("c1"), true)
+	refused := ack("c1")
+	assert.Equal(t, "control.rejected", refused.Type)
+	assert.Equal(t, "refused", refused.Data["reason"])
+	assert.Empty(t, prodStub.Writes())
+	assert.Empty(t, devStub.Writes(), "never written with dev's key")
+
+	require.NoError(t, dev.Delete())
+	devHost := strings.TrimPrefix(devStub.URL(), "http://")
+	require.Eventually(t, func() bool {
+		return slices.ContainsFunc(h.session(prod.ID()), func(ev *aep.Event) bool {
+			return ev.Type == "session.ended" && strings.Contains(ev.Source, devHost)
+		})
+	}, waitFor, tick, "dev's conversation never ended")
+
+	gate.HandleCommand(context.Background(), nil, command("c2"), true)
+	assert.Equal(t, "control.accepted", ack("c2").Type, "prod's conversation is still observed")
+	writes := prodStub.Writes()
+	require.Len(t, writes, 1)
+	assert.Equal(t, "prod-key", writes[0].Header.Get("X-Session-API-Key"))
+	assert.Empty(t, devStub.Writes())
 }
