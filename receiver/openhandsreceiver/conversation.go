@@ -559,7 +559,7 @@ func (c *conversation) catchUp(ctx context.Context, ev *storedEvent) {
 		w.tel.restCatchUp(ctx, "mapped")
 		w.rl.Warn("oversize:"+c.id, "the session socket failed on an oversize frame; reading stored events over REST", fields...)
 		event, err := mapping.DecodeEvent(ev.raw)
-		c.handleDurable(ctx, seq, event, c.decoded(ctx, event, err))
+		c.handleDurable(ctx, seq, len(ev.raw), event, err)
 		return
 	}
 	w.tel.restCatchUp(ctx, "degraded")
@@ -631,30 +631,27 @@ func (c *conversation) takeConnectSnapshot() bool {
 func (c *conversation) handleSessionFrame(ctx context.Context, raw []byte) {
 	w := c.watch
 	f, err := decodeSessionFrame(raw)
-	if err != nil {
-		w.tel.decodeError(ctx, "frame")
-		w.rl.Error("decode:"+c.id, "skipping a session-socket frame that cannot be decoded",
-			zap.String("conversation", c.id), zap.Error(err))
+	switch {
+	case err != nil:
+		c.undecodable(ctx, mapping.UndecodableFrame, len(raw), err)
+		return
+	case f.Type == "durable" && (f.Seq == nil || f.Event == nil):
+		c.undecodable(ctx, mapping.UndecodableFrame, len(raw), errors.New("a durable frame without seq or event"))
 		return
 	}
 	switch f.Type {
 	case "durable":
-		if f.Seq == nil || f.Event == nil {
-			w.tel.decodeError(ctx, "frame")
-			w.rl.Error("decode:"+c.id, "skipping a durable frame without seq or event", zap.String("conversation", c.id))
-			return
-		}
 		ev, err := mapping.EventOf(f.Event)
-		c.handleDurable(ctx, *f.Seq, ev, c.decoded(ctx, ev, err))
+		c.handleDurable(ctx, *f.Seq, len(raw), ev, err)
 	case "transient":
-		if ev, err := mapping.EventOf(f.Event); c.decoded(ctx, ev, err) {
+		if ev, err := mapping.EventOf(f.Event); c.decoded(ctx, ev, err, len(raw)) {
 			c.process(ctx, ev, transientFrame, c.takeConnectSnapshot())
 		}
 	case "delta":
 		if f.Kind != "" && f.Kind != "text" {
 			return // reasoning never rides: no schema field may hold it
 		}
-		if ev, err := mapping.EventOf(streamingDelta(f)); c.decoded(ctx, ev, err) {
+		if ev, err := mapping.EventOf(streamingDelta(f)); c.decoded(ctx, ev, err, len(raw)) {
 			c.process(ctx, ev, transientFrame, false)
 		}
 	case "error":
@@ -677,9 +674,12 @@ func streamingDelta(f sessionFrame) map[string]any {
 }
 
 // handleDurable processes one stored event of the session socket at seq,
-// decoded (ok) or not. The seq cursor alone orders and dedupes stored
-// events: a seq at or below it is a redelivery.
-func (c *conversation) handleDurable(ctx context.Context, seq int64, ev mapping.Event, ok bool) {
+// size bytes, decoded or not (err). The seq cursor alone orders and
+// dedupes stored events: a seq at or below it is a redelivery.
+func (c *conversation) handleDurable(ctx context.Context, seq int64, size int, ev mapping.Event, err error) {
+	if err == nil {
+		c.count(ctx, ev) // duplicates included
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if seq <= c.durableSeq {
@@ -687,9 +687,11 @@ func (c *conversation) handleDurable(ctx context.Context, seq int64, ev mapping.
 		return
 	}
 	c.durableSeq, c.durableID = seq, ev.ID()
-	if ok {
-		c.processLocked(ctx, ev, durableFrame, false)
+	if err != nil {
+		c.undecodableLocked(ctx, mapping.UndecodableEvent, size, err)
+		return
 	}
+	c.processLocked(ctx, ev, durableFrame, false)
 }
 
 // handleEvent processes one legacy-socket or REST-history event.
@@ -698,23 +700,52 @@ func (c *conversation) handleEvent(ctx context.Context, raw []byte, persisted, c
 	if persisted {
 		how = legacyHistory
 	}
-	if ev, err := mapping.DecodeEvent(raw); c.decoded(ctx, ev, err) {
+	if ev, err := mapping.DecodeEvent(raw); c.decoded(ctx, ev, err, len(raw)) {
 		c.process(ctx, ev, how, connectSnapshot)
 	}
 }
 
-// decoded counts a decoded event, or skips one that failed to decode,
-// visibly, and reports which.
-func (c *conversation) decoded(ctx context.Context, ev mapping.Event, err error) bool {
-	w := c.watch
+// decoded counts a decoded event, or puts a visible stand-in in place of
+// one of size bytes that failed to decode, and reports which.
+func (c *conversation) decoded(ctx context.Context, ev mapping.Event, err error, size int) bool {
 	if err != nil {
-		w.tel.decodeError(ctx, "event")
-		w.rl.Error("decode:"+c.id, "skipping an agent-server event that cannot be decoded",
-			zap.String("conversation", c.id), zap.Error(err))
+		c.undecodable(ctx, mapping.UndecodableEvent, size, err)
 		return false
 	}
-	w.tel.vendorEvent(ev.Kind())
+	c.count(ctx, ev)
 	return true
+}
+
+// count counts a decoded vendor event, and the numbers in it that ride as
+// text because no float64 holds them.
+func (c *conversation) count(ctx context.Context, ev mapping.Event) {
+	w := c.watch
+	w.tel.vendorEvent(ev.Kind())
+	if n := ev.NumbersAsText(); n > 0 {
+		w.tel.numbersAsText.Add(ctx, int64(n))
+		w.rl.Warn("numbers:"+c.id, "an agent-server event has numbers beyond float64 range; they ride as strings of their digits",
+			zap.String("conversation", c.id), zap.String("vendor_event_id", ev.ID()), zap.Int("numbers", n))
+	}
+}
+
+func (c *conversation) undecodable(ctx context.Context, reason string, size int, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.undecodableLocked(ctx, reason, size, err)
+}
+
+// undecodableLocked puts x.openhands.frame.undecodable, naming the size and
+// the reason, never the content, in place of a frame or event of size bytes
+// that cannot be decoded (reason: mapping.UndecodableFrame or
+// UndecodableEvent), before anything is sequenced: the session shows the
+// gap, and seq has none.
+func (c *conversation) undecodableLocked(ctx context.Context, reason string, size int, err error) {
+	w := c.watch
+	w.tel.decodeError(ctx, reason)
+	w.rl.Error("decode:"+c.id, "cannot decode agent-server input; emitting x.openhands.frame.undecodable in its place",
+		zap.String("conversation", c.id), zap.String("reason", reason), zap.Int("size_bytes", size), zap.Error(err))
+	out := c.mapper.Undecodable(mapping.Undecodable{Size: int64(size), Reason: reason}, time.Now())
+	c.mapped = append(c.mapped, c.decorator.Decorate(mapping.Event{}, out)...)
 }
 
 // delivery is how an event reached the receiver, which decides whether it
