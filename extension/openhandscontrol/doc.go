@@ -5,8 +5,8 @@
 // status and the agent server it lives on.
 //
 // Off (the default) it declares accepts: [] and writes nothing, so the
-// only frame the distribution ever sends an agent server is the socket's
-// auth frame. On, it accepts exactly five commands and turns each into one
+// only data frame the distribution ever sends an agent server is the
+// socket's auth frame (control frames aside: keepalive pings and pongs). On, it accepts exactly five commands and turns each into one
 // REST write (writeAgentServer) after checking the design record's guards
 // against the receiver's last-observed status; acks and outcomes are
 // ordinary sequenced events of the conversation's session, emitted through

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,12 +89,21 @@ type conversation struct {
 
 	// Owned by the attach goroutine.
 	connectSnapshotPending bool // the connection's first snapshot is still to come
+	// socket is the attached socket, nil between attaches; discovery cuts
+	// it when it falls behind search (noteSearch).
+	socket atomic.Pointer[socketCut]
 
 	// Owned by the discovery goroutine.
 	info   conversationInfo // as search last showed it
 	cancel context.CancelFunc
 	done   chan struct{}
 	exit   error // why the attach goroutine stopped; read after done
+	// noteSearch's view: since when the socket has been behind search
+	// (zero if it is not), the stored count at the previous poll, and
+	// whether search moved while the socket delivered nothing.
+	behindSince  time.Time
+	polledStored uint64
+	searchAhead  bool
 }
 
 // begin emits session.started on first sight.
@@ -182,6 +189,9 @@ func (c *conversation) run(ctx context.Context) error {
 		if progressed {
 			attempt = 0
 		}
+		if cause := stallCause(err); cause != "" {
+			w.tel.stall(ctx, cause)
+		}
 		w.tel.reconnects.Add(ctx, 1)
 		w.rl.Warn("socket:"+c.id, "conversation socket lost; reconnecting",
 			zap.String("conversation", c.id), zap.Error(err))
@@ -222,10 +232,13 @@ func (c *conversation) attachOnce(ctx context.Context) (progressed bool, err err
 		progressed = progressed || c.storedCount() > storedBefore || time.Since(start) >= stableConnection
 	}()
 
-	idled, stopWatch := c.watchSocket(ctx, conn)
+	cut := &socketCut{conn: conn}
+	c.socket.Store(cut)
+	stopWatch := c.watchSocket(ctx, cut)
 	defer func() {
+		c.socket.Store(nil)
 		stopWatch()
-		// No close frame: the auth frame stays the only frame we write.
+		// No close frame: the auth frame stays the only data frame we write.
 		conn.Close()
 		c.mu.Lock()
 		c.stopUsageWaitLocked()
@@ -235,8 +248,8 @@ func (c *conversation) attachOnce(ctx context.Context) (progressed bool, err err
 		switch {
 		case ctx.Err() != nil:
 			err = ctx.Err()
-		case idled():
-			err = errIdleDetached
+		case cut.reason() != nil:
+			err = cut.reason()
 		}
 	}()
 
@@ -247,24 +260,59 @@ func (c *conversation) attachOnce(ctx context.Context) (progressed bool, err err
 	return false, c.readLegacy(ctx, conn)
 }
 
-// watchSocket closes conn, ending its read, when ctx ends or the
-// conversation has sat idle or terminal for idle_detach (idled then
-// reports true), until stop.
-func (c *conversation) watchSocket(ctx context.Context, conn *websocket.Conn) (idled func() bool, stop func()) {
-	stopCtx := context.AfterFunc(ctx, func() { conn.Close() })
-	var idle atomic.Bool
+// watchSocket pings the socket (keepAlive) and closes it, ending its
+// read, when ctx ends or the conversation has sat idle or terminal for
+// idle_detach (errIdleDetached), until stop.
+func (c *conversation) watchSocket(ctx context.Context, cut *socketCut) (stop func()) {
+	stopCtx := context.AfterFunc(ctx, func() { cut.conn.Close() })
+	stopPing := keepAlive(cut.conn, c.watch.api.sockets)
 	stopIdle := func() {}
 	if d := c.watch.idleDetach; d > 0 {
 		stopIdle = every(max(d/4, 10*time.Millisecond), func() bool {
 			if !c.idleExpired(d) {
 				return true
 			}
-			idle.Store(true)
-			conn.Close()
+			cut.close(errIdleDetached)
 			return false
 		})
 	}
-	return idle.Load, func() { stopCtx(); stopIdle() }
+	return func() { stopCtx(); stopPing(); stopIdle() }
+}
+
+// noteSearch compares what a discovery round shows of the conversation
+// with what its socket delivered. The socket is behind when search shows
+// a status it has not delivered, or a move (updated_at, execution_status)
+// during a poll interval in which it delivered no stored event; one that
+// stays behind, delivering nothing, for behindSearch is cut and redialled
+// (its TCP alive, but its server side or a proxy no longer forwarding).
+// Called by discovery, before info is updated.
+func (c *conversation) noteSearch(info conversationInfo, now time.Time) {
+	c.mu.Lock()
+	stored, status := c.stored, c.mapper.Status()
+	c.mu.Unlock()
+	progressed := stored != c.polledStored
+	c.polledStored = stored
+	switch {
+	case progressed:
+		c.searchAhead = false
+	case moved(c.info, info):
+		c.searchAhead = true
+	}
+	behind := c.searchAhead || status != "" && info.ExecutionStatus != "" && info.ExecutionStatus != status
+	switch {
+	case !behind || progressed:
+		c.behindSince = time.Time{}
+		return
+	case c.behindSince.IsZero():
+		c.behindSince = now
+		return
+	case now.Sub(c.behindSince) < c.watch.api.sockets.behindSearch:
+		return
+	}
+	c.behindSince, c.searchAhead = time.Time{}, false // one cut per move seen
+	if s := c.socket.Load(); s != nil {
+		s.close(errBehindSearch)
+	}
 }
 
 // every calls f every period, each time on a timer's goroutine, until f
@@ -299,9 +347,10 @@ func every(period time.Duration, f func() bool) (stop func()) {
 // mapped is emitted unless a whole next frame has already been received
 // (fc), which then joins the batch.
 func (c *conversation) readSession(ctx context.Context, conn *websocket.Conn, fc *frameConn) (progressed bool, err error) {
+	reader := newFrameReader(conn, c.watch.api.maxFrame, c.watch.api.sockets)
 	var buf []byte // every frame is read into it: decoding copies out what it keeps
 	for {
-		data, err := readFrameInto(conn, c.watch.api.maxFrame, buf)
+		data, err := reader.read(buf)
 		if cap(data) <= maxKeptFrameBuffer {
 			buf = data
 		}
@@ -321,7 +370,7 @@ func (c *conversation) readLegacy(ctx context.Context, conn *websocket.Conn) err
 	frames := make(chan frame, legacyFrameBuffer)
 	stop := make(chan struct{})
 	var reader sync.WaitGroup
-	reader.Go(func() { readFrames(conn, c.watch.api.maxFrame, frames, stop) })
+	reader.Go(func() { readFrames(newFrameReader(conn, c.watch.api.maxFrame, c.watch.api.sockets), frames, stop) })
 	defer func() {
 		close(stop)
 		conn.Close()
@@ -436,9 +485,9 @@ func (c *conversation) attachLegacy(ctx context.Context, frames <-chan frame) er
 var errFrameTooLarge = errors.New("socket frame too large")
 
 // readFrames forwards text frames until the socket fails or stop closes.
-func readFrames(conn *websocket.Conn, limit int64, out chan<- frame, stop <-chan struct{}) {
+func readFrames(r *frameReader, out chan<- frame, stop <-chan struct{}) {
 	for {
-		data, err := readFrame(conn, limit)
+		data, err := r.read(nil)
 		select {
 		case out <- frame{data: data, err: err}:
 		case <-stop:
@@ -446,44 +495,6 @@ func readFrames(conn *websocket.Conn, limit int64, out chan<- frame, stop <-chan
 		}
 		if err != nil {
 			return
-		}
-	}
-}
-
-// readFrame reads the next text frame, at most limit bytes. It enforces
-// the limit itself rather than through the connection's read limit, which
-// would write a close frame: the auth frame stays the only frame we write.
-func readFrame(conn *websocket.Conn, limit int64) ([]byte, error) {
-	return readFrameInto(conn, limit, nil)
-}
-
-// readFrameInto is readFrame reading into buf's storage, which the frame
-// returned then shares: a caller done with each frame before the next
-// reads every frame into the same few bytes.
-func readFrameInto(conn *websocket.Conn, limit int64, buf []byte) ([]byte, error) {
-	for {
-		kind, r, err := conn.NextReader()
-		if err != nil {
-			return nil, classifyClose(err)
-		}
-		if kind != websocket.TextMessage {
-			continue // the server sends JSON text frames only
-		}
-		data := buf[:0]
-		for {
-			if len(data) == cap(data) {
-				data = slices.Grow(data, 512) // room to read into, as io.ReadAll makes
-			}
-			n, err := r.Read(data[len(data):min(int64(cap(data)), limit+1)])
-			data = data[:len(data)+n]
-			switch {
-			case int64(len(data)) > limit:
-				return nil, fmt.Errorf("%w: over max_frame_bytes (%d)", errFrameTooLarge, limit)
-			case err == io.EOF:
-				return data, nil
-			case err != nil:
-				return nil, classifyClose(err)
-			}
 		}
 	}
 }

@@ -31,6 +31,8 @@ type telemetry struct {
 	refused         metric.Int64Counter
 	numbersAsText   metric.Int64Counter
 	stalls          metric.Int64Counter
+	// frameBytesInFlight is what the frame budget has lent out.
+	frameBytesInFlight atomic.Int64
 }
 
 // eventCounts counts events by the value of one attribute with an atomic
@@ -91,7 +93,7 @@ func (c *eventCounts) observe(_ context.Context, o metric.Int64Observer) error {
 func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	m := set.MeterProvider.Meter(scopeName)
 	t := telemetry{vendorEvents: eventCounts{key: "kind"}, aepEvents: eventCounts{key: "type"}}
-	var errs [15]error
+	var errs [16]error
 	t.attached, errs[0] = m.Int64UpDownCounter("otelcol_openhands_conversations_attached",
 		metric.WithDescription("Conversations with an attached WebSocket."), metric.WithUnit("{conversation}"))
 	_, errs[1] = m.Int64ObservableCounter("otelcol_openhands_vendor_events",
@@ -131,6 +133,12 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	t.stalls, errs[14] = m.Int64Counter("otelcol_openhands_socket_stalls",
 		metric.WithDescription("Conversation sockets dropped and redialled because they stalled, by cause: keepalive (no pong), frame (a frame not received in time), behind_search (search shows the conversation moving past what the socket delivered)."),
 		metric.WithUnit("{socket}"))
+	_, errs[15] = m.Int64ObservableGauge("otelcol_openhands_frame_bytes_in_flight",
+		metric.WithDescription("Frame bytes the conversation sockets hold of the receiver's frame budget (64 MiB): announced by frames being read or handled."),
+		metric.WithUnit("By"), metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(t.frameBytesInFlight.Load())
+			return nil
+		}))
 	return &t, errors.Join(errs[:]...)
 }
 
