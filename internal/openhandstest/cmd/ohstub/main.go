@@ -125,9 +125,9 @@ func (s *stub) do(ctx context.Context, args []string) (string, error) {
 	}
 	switch {
 	case args[0] == "create" && (len(args) == 2 || len(args) == 3):
-		n, err := strconv.Atoi(args[1])
-		if err != nil || n < 1 {
-			return "", fmt.Errorf("create: %q is not a positive count", args[1])
+		n, err := positiveArg(args, "count")
+		if err != nil {
+			return "", err
 		}
 		status := oh.StatusRunning
 		if len(args) == 3 {
@@ -145,22 +145,28 @@ func (s *stub) do(ctx context.Context, args []string) (string, error) {
 		}
 		n, err := s.load(ctx, rate, d)
 		return fmt.Sprintf("done %d", n), err
-	case args[0] == "burst" && len(args) == 2:
-		n, err := strconv.Atoi(args[1])
-		if err != nil || n < 1 {
-			return "", fmt.Errorf("burst: %q is not a positive count", args[1])
+	case (args[0] == "burst" || args[0] == "large") && len(args) == 2:
+		n, err := positiveArg(args, "number")
+		if err != nil {
+			return "", err
 		}
-		total, err := s.burst(n)
-		return fmt.Sprintf("done %d", total), err
-	case args[0] == "large" && len(args) == 2:
-		size, err := strconv.Atoi(args[1])
-		if err != nil || size < 1 {
-			return "", fmt.Errorf("large: %q is not a positive size", args[1])
+		send := s.burst // n events per conversation
+		if args[0] == "large" {
+			send = s.large // one event of n bytes per conversation
 		}
-		total, err := s.large(size)
+		total, err := send(n)
 		return fmt.Sprintf("done %d", total), err
 	}
 	return "", fmt.Errorf("unknown command %q", strings.Join(args, " "))
+}
+
+// positiveArg reads a command's first argument, a positive integer.
+func positiveArg(args []string, what string) (int, error) {
+	n, err := strconv.Atoi(args[1])
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s: %q is not a positive %s", args[0], args[1], what)
+	}
+	return n, nil
 }
 
 func (s *stub) create(n int, status string) (string, error) {
