@@ -99,11 +99,13 @@ type conversation struct {
 	done   chan struct{}
 	exit   error // why the attach goroutine stopped; read after done
 	// noteSearch's view: since when the socket has been behind search
-	// (zero if it is not), the stored count at the previous poll, and
-	// whether search moved while the socket delivered nothing.
+	// (zero if it is not), the stored count at the previous poll, whether
+	// search moved while the socket delivered nothing, and what search
+	// showed when it last had the socket recycled.
 	behindSince  time.Time
 	polledStored uint64
 	searchAhead  bool
+	recycledFor  conversationInfo
 }
 
 // begin emits session.started on first sight.
@@ -306,10 +308,13 @@ func (c *conversation) noteSearch(info conversationInfo, now time.Time) {
 	case c.behindSince.IsZero():
 		c.behindSince = now
 		return
-	case now.Sub(c.behindSince) < c.watch.api.sockets.behindSearch:
+	case now.Sub(c.behindSince) < c.watch.api.sockets.behindSearch, info == c.recycledFor:
+		// Not yet; or this very view of search already had the socket
+		// recycled (a status the server changed without telling sockets):
+		// once per view, never in a loop.
 		return
 	}
-	c.behindSince, c.searchAhead = time.Time{}, false // one cut per move seen
+	c.behindSince, c.searchAhead, c.recycledFor = time.Time{}, false, info
 	if s := c.socket.Load(); s != nil {
 		s.close(errBehindSearch)
 	}

@@ -1,9 +1,14 @@
 package openhandsreceiver
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
@@ -95,4 +100,66 @@ func TestKeepaliveSparesAnIdleSocket(t *testing.T) {
 	assert.Zero(t, h.metric("otelcol_openhands_socket_stalls", "", ""))
 	assert.Zero(t, h.metric("otelcol_openhands_reconnects", "", ""))
 	assert.Equal(t, 1, conv.Sockets())
+}
+
+// TestBehindSearchRecyclesOncePerView: a socket search shows behind is
+// recycled once for that view of search; if the server changed a status
+// without telling any socket, the redialled one is not cut again and again.
+func TestBehindSearchRecyclesOncePerView(t *testing.T) {
+	c := offlineConversation(t, "behind")
+	c.watch.api.sockets.behindSearch = time.Minute
+	c.handleEvent(context.Background(), historyEvent(0, 0), true, false) // running
+	require.Equal(t, oh.StatusRunning, c.mapper.Status())
+
+	cuts := 0
+	dial := func() {
+		conn := dialEcho(t)
+		c.socket.Store(&socketCut{conn: conn})
+		t.Cleanup(func() { conn.Close() })
+	}
+	poll := func(info conversationInfo, at time.Time) {
+		c.noteSearch(info, at)
+		c.info = info
+		if s := c.socket.Load(); s != nil && s.reason() != nil {
+			assert.ErrorIs(t, s.reason(), errBehindSearch)
+			cuts++
+			dial()
+		}
+	}
+	dial()
+	start := time.Now()
+	stuck := conversationInfo{ID: "behind", ExecutionStatus: oh.StatusError, UpdatedAt: "2026-12-02T01:00:00Z"}
+	for i := range 10 { // ten minutes of search showing a status no socket delivers
+		poll(stuck, start.Add(time.Duration(i)*time.Minute))
+	}
+	assert.Equal(t, 1, cuts, "one view of search, one recycle")
+
+	moved := stuck
+	moved.UpdatedAt = "2026-12-02T01:10:00Z"
+	for i := range 3 {
+		poll(moved, start.Add(time.Duration(10+i)*time.Minute))
+	}
+	assert.Equal(t, 2, cuts, "search moved again, and the socket still delivered nothing")
+}
+
+// dialEcho opens a WebSocket to a server that reads until the client goes.
+func dialEcho(t *testing.T) *websocket.Conn {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		for {
+			if _, _, err := conn.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	conn, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return conn
 }
