@@ -3,6 +3,7 @@ package openhandstest
 import (
 	"errors"
 	"sync"
+	"time"
 )
 
 var (
@@ -14,6 +15,7 @@ var (
 // the connection.
 type outFrame struct {
 	data        []byte
+	trickle     time.Duration // > 0: the payload goes out a byte at a time (faultConn.trickle)
 	isClose     bool
 	closeCode   int
 	closeReason string
@@ -57,16 +59,20 @@ func signal(ch chan struct{}) {
 // offer queues data without blocking. On overflow the connection is failed
 // with 1013 "slow_consumer" and errOutboxOverflow is returned.
 func (o *outbox) offer(data []byte) error {
+	return o.offerFrame(outFrame{data: data})
+}
+
+func (o *outbox) offerFrame(f outFrame) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closing {
 		return errOutboxClosed
 	}
-	if len(o.frames) >= o.maxFrames || o.bytes+len(data) > o.maxBytes {
+	if len(o.frames) >= o.maxFrames || o.bytes+len(f.data) > o.maxBytes {
 		o.failLocked(1013, "slow_consumer")
 		return errOutboxOverflow
 	}
-	o.pushLocked(outFrame{data: data})
+	o.pushLocked(f)
 	return nil
 }
 

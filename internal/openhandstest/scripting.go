@@ -393,6 +393,11 @@ func (c *Conversation) CloseSockets(code int, reason string) {
 // the event log. See BadJSONFrame and friends for ready-made malformed
 // frames. It returns how many sockets got the frame.
 func (c *Conversation) InjectFrame(endpoint Endpoint, data []byte) int {
+	return c.inject(endpoint, outFrame{data: data})
+}
+
+// inject queues a copy of f on every subscribed socket on endpoint.
+func (c *Conversation) inject(endpoint Endpoint, f outFrame) int {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
 	n := 0
@@ -400,11 +405,36 @@ func (c *Conversation) InjectFrame(endpoint Endpoint, data []byte) int {
 		if endpoint != "" && sc.endpoint != endpoint {
 			continue
 		}
-		if sc.out.offer(append([]byte(nil), data...)) == nil {
+		f.data = append([]byte(nil), f.data...)
+		if sc.out.offerFrame(f) == nil {
 			n++
 		}
 	}
 	return n
+}
+
+// TrickleFrame sends data as one text frame to every subscribed socket of
+// the conversation on endpoint ("" = both endpoints), after the frames
+// already queued: its header at once, announcing the whole length, then
+// its payload a byte every interval, holding every later frame back. It
+// returns how many sockets got it.
+func (c *Conversation) TrickleFrame(endpoint Endpoint, data []byte, interval time.Duration) int {
+	return c.inject(endpoint, outFrame{data: data, trickle: interval})
+}
+
+// StallSockets makes every socket of the conversation stop forwarding, as
+// a stuck proxy or a NAT that forgot the flow would: TCP stays open, but
+// nothing the server writes reaches the client any more, and nothing the
+// client writes (pings included) reaches the server, which so answers
+// nothing. Connections made later are not stalled.
+func (c *Conversation) StallSockets() {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	for sc := range c.s.conns {
+		if sc.conversationID == c.c.id {
+			sc.fault.stalled.Store(true)
+		}
+	}
 }
 
 // RefuseSockets makes the next n socket connections to this conversation

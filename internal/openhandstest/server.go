@@ -200,7 +200,7 @@ func (s *Server) serve(ln net.Listener) {
 	s.mu.Unlock()
 	go func() {
 		defer close(done)
-		_ = srv.Serve(ln) // returns http.ErrServerClosed on stop
+		_ = srv.Serve(faultListener{ln}) // returns http.ErrServerClosed on stop
 	}()
 }
 

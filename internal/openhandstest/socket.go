@@ -31,6 +31,7 @@ type socketConn struct {
 	endpoint       Endpoint
 	conversationID string
 	ws             *websocket.Conn
+	fault          *faultConn // under ws
 	out            *outbox
 	writerDone     chan struct{}
 
@@ -62,6 +63,13 @@ func (sc *socketConn) writeLoop() {
 		f, ok := sc.out.next()
 		if !ok {
 			return
+		}
+		if f.trickle > 0 {
+			if err := sc.fault.trickle(f.data, f.trickle); err != nil {
+				sc.abort()
+				return
+			}
+			continue
 		}
 		if f.isClose {
 			msg := websocket.FormatCloseMessage(f.closeCode, f.closeReason)
@@ -126,7 +134,9 @@ func (s *Server) acceptSocket(w http.ResponseWriter, r *http.Request, endpoint E
 		return nil
 	}
 	ws.SetReadLimit(maxInboundFrame)
+	fault, _ := ws.NetConn().(*faultConn) // every accepted connection is one
 	sc := &socketConn{
+		fault:          fault,
 		s:              s,
 		id:             id,
 		endpoint:       endpoint,

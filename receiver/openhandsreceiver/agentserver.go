@@ -31,6 +31,7 @@ type agentServer struct {
 	client   *http.Client
 	dialer   *websocket.Dialer
 	maxFrame int64
+	sockets  socketSettings // how its conversation sockets are read
 	// sessionOnly is `socket: session`; legacyOnly is `socket: events`, or
 	// what `auto` learned from a server without /sockets/session.
 	sessionOnly bool
@@ -436,7 +437,7 @@ func (s *agentServer) dial(ctx context.Context, prefix, conversationID string, q
 		}
 	}
 	if *fc != nil {
-		(*fc).startFrames() // the handshake is read: frames follow
+		(*fc).startFrames(s.sockets.frames) // the handshake is read: frames follow
 	}
 	if err := s.sendAuthFrame(conn); err != nil {
 		conn.Close()

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,12 +89,23 @@ type conversation struct {
 
 	// Owned by the attach goroutine.
 	connectSnapshotPending bool // the connection's first snapshot is still to come
+	// socket is the attached socket, nil between attaches; discovery cuts
+	// it when it falls behind search (noteSearch).
+	socket atomic.Pointer[socketCut]
 
 	// Owned by the discovery goroutine.
 	info   conversationInfo // as search last showed it
 	cancel context.CancelFunc
 	done   chan struct{}
 	exit   error // why the attach goroutine stopped; read after done
+	// noteSearch's view: since when the socket has been behind search
+	// (zero if it is not), the stored count at the previous poll, whether
+	// search moved while the socket delivered nothing, and what search
+	// showed when it last had the socket recycled.
+	behindSince  time.Time
+	polledStored uint64
+	searchAhead  bool
+	recycledFor  conversationInfo
 }
 
 // begin emits session.started on first sight.
@@ -182,6 +191,9 @@ func (c *conversation) run(ctx context.Context) error {
 		if progressed {
 			attempt = 0
 		}
+		if cause := stallCause(err); cause != "" {
+			w.tel.stall(ctx, cause)
+		}
 		w.tel.reconnects.Add(ctx, 1)
 		w.rl.Warn("socket:"+c.id, "conversation socket lost; reconnecting",
 			zap.String("conversation", c.id), zap.Error(err))
@@ -222,10 +234,13 @@ func (c *conversation) attachOnce(ctx context.Context) (progressed bool, err err
 		progressed = progressed || c.storedCount() > storedBefore || time.Since(start) >= stableConnection
 	}()
 
-	idled, stopWatch := c.watchSocket(ctx, conn)
+	cut := &socketCut{conn: conn}
+	c.socket.Store(cut)
+	stopWatch := c.watchSocket(ctx, cut)
 	defer func() {
+		c.socket.Store(nil)
 		stopWatch()
-		// No close frame: the auth frame stays the only frame we write.
+		// No close frame: the auth frame stays the only data frame we write.
 		conn.Close()
 		c.mu.Lock()
 		c.stopUsageWaitLocked()
@@ -235,8 +250,8 @@ func (c *conversation) attachOnce(ctx context.Context) (progressed bool, err err
 		switch {
 		case ctx.Err() != nil:
 			err = ctx.Err()
-		case idled():
-			err = errIdleDetached
+		case cut.reason() != nil:
+			err = cut.reason()
 		}
 	}()
 
@@ -247,24 +262,62 @@ func (c *conversation) attachOnce(ctx context.Context) (progressed bool, err err
 	return false, c.readLegacy(ctx, conn)
 }
 
-// watchSocket closes conn, ending its read, when ctx ends or the
-// conversation has sat idle or terminal for idle_detach (idled then
-// reports true), until stop.
-func (c *conversation) watchSocket(ctx context.Context, conn *websocket.Conn) (idled func() bool, stop func()) {
-	stopCtx := context.AfterFunc(ctx, func() { conn.Close() })
-	var idle atomic.Bool
+// watchSocket pings the socket (keepAlive) and closes it, ending its
+// read, when ctx ends or the conversation has sat idle or terminal for
+// idle_detach (errIdleDetached), until stop.
+func (c *conversation) watchSocket(ctx context.Context, cut *socketCut) (stop func()) {
+	stopCtx := context.AfterFunc(ctx, func() { cut.conn.Close() })
+	stopPing := keepAlive(cut.conn, c.watch.api.sockets)
 	stopIdle := func() {}
 	if d := c.watch.idleDetach; d > 0 {
 		stopIdle = every(max(d/4, 10*time.Millisecond), func() bool {
 			if !c.idleExpired(d) {
 				return true
 			}
-			idle.Store(true)
-			conn.Close()
+			cut.close(errIdleDetached)
 			return false
 		})
 	}
-	return idle.Load, func() { stopCtx(); stopIdle() }
+	return func() { stopCtx(); stopPing(); stopIdle() }
+}
+
+// noteSearch compares what a discovery round shows of the conversation
+// with what its socket delivered. The socket is behind when search shows
+// a status it has not delivered, or a move (updated_at, execution_status)
+// during a poll interval in which it delivered no stored event; one that
+// stays behind, delivering nothing, for behindSearch is cut and redialled
+// (its TCP alive, but its server side or a proxy no longer forwarding).
+// Called by discovery, before info is updated.
+func (c *conversation) noteSearch(info conversationInfo, now time.Time) {
+	c.mu.Lock()
+	stored, status := c.stored, c.mapper.Status()
+	c.mu.Unlock()
+	progressed := stored != c.polledStored
+	c.polledStored = stored
+	switch {
+	case progressed:
+		c.searchAhead = false
+	case moved(c.info, info):
+		c.searchAhead = true
+	}
+	behind := c.searchAhead || status != "" && info.ExecutionStatus != "" && info.ExecutionStatus != status
+	switch {
+	case !behind || progressed:
+		c.behindSince = time.Time{}
+		return
+	case c.behindSince.IsZero():
+		c.behindSince = now
+		return
+	case now.Sub(c.behindSince) < c.watch.api.sockets.behindSearch, info == c.recycledFor:
+		// Not yet; or this very view of search already had the socket
+		// recycled (a status the server changed without telling sockets):
+		// once per view, never in a loop.
+		return
+	}
+	c.behindSince, c.searchAhead, c.recycledFor = time.Time{}, false, info
+	if s := c.socket.Load(); s != nil {
+		s.close(errBehindSearch)
+	}
 }
 
 // every calls f every period, each time on a timer's goroutine, until f
@@ -299,9 +352,10 @@ func every(period time.Duration, f func() bool) (stop func()) {
 // mapped is emitted unless a whole next frame has already been received
 // (fc), which then joins the batch.
 func (c *conversation) readSession(ctx context.Context, conn *websocket.Conn, fc *frameConn) (progressed bool, err error) {
+	reader := newFrameReader(conn, c.watch.api.maxFrame, c.watch.api.sockets)
 	var buf []byte // every frame is read into it: decoding copies out what it keeps
 	for {
-		data, err := readFrameInto(conn, c.watch.api.maxFrame, buf)
+		data, err := reader.read(buf)
 		if cap(data) <= maxKeptFrameBuffer {
 			buf = data
 		}
@@ -321,7 +375,7 @@ func (c *conversation) readLegacy(ctx context.Context, conn *websocket.Conn) err
 	frames := make(chan frame, legacyFrameBuffer)
 	stop := make(chan struct{})
 	var reader sync.WaitGroup
-	reader.Go(func() { readFrames(conn, c.watch.api.maxFrame, frames, stop) })
+	reader.Go(func() { readFrames(newFrameReader(conn, c.watch.api.maxFrame, c.watch.api.sockets), frames, stop) })
 	defer func() {
 		close(stop)
 		conn.Close()
@@ -436,9 +490,9 @@ func (c *conversation) attachLegacy(ctx context.Context, frames <-chan frame) er
 var errFrameTooLarge = errors.New("socket frame too large")
 
 // readFrames forwards text frames until the socket fails or stop closes.
-func readFrames(conn *websocket.Conn, limit int64, out chan<- frame, stop <-chan struct{}) {
+func readFrames(r *frameReader, out chan<- frame, stop <-chan struct{}) {
 	for {
-		data, err := readFrame(conn, limit)
+		data, err := r.read(nil)
 		select {
 		case out <- frame{data: data, err: err}:
 		case <-stop:
@@ -446,44 +500,6 @@ func readFrames(conn *websocket.Conn, limit int64, out chan<- frame, stop <-chan
 		}
 		if err != nil {
 			return
-		}
-	}
-}
-
-// readFrame reads the next text frame, at most limit bytes. It enforces
-// the limit itself rather than through the connection's read limit, which
-// would write a close frame: the auth frame stays the only frame we write.
-func readFrame(conn *websocket.Conn, limit int64) ([]byte, error) {
-	return readFrameInto(conn, limit, nil)
-}
-
-// readFrameInto is readFrame reading into buf's storage, which the frame
-// returned then shares: a caller done with each frame before the next
-// reads every frame into the same few bytes.
-func readFrameInto(conn *websocket.Conn, limit int64, buf []byte) ([]byte, error) {
-	for {
-		kind, r, err := conn.NextReader()
-		if err != nil {
-			return nil, classifyClose(err)
-		}
-		if kind != websocket.TextMessage {
-			continue // the server sends JSON text frames only
-		}
-		data := buf[:0]
-		for {
-			if len(data) == cap(data) {
-				data = slices.Grow(data, 512) // room to read into, as io.ReadAll makes
-			}
-			n, err := r.Read(data[len(data):min(int64(cap(data)), limit+1)])
-			data = data[:len(data)+n]
-			switch {
-			case int64(len(data)) > limit:
-				return nil, fmt.Errorf("%w: over max_frame_bytes (%d)", errFrameTooLarge, limit)
-			case err == io.EOF:
-				return data, nil
-			case err != nil:
-				return nil, classifyClose(err)
-			}
 		}
 	}
 }
@@ -559,7 +575,7 @@ func (c *conversation) catchUp(ctx context.Context, ev *storedEvent) {
 		w.tel.restCatchUp(ctx, "mapped")
 		w.rl.Warn("oversize:"+c.id, "the session socket failed on an oversize frame; reading stored events over REST", fields...)
 		event, err := mapping.DecodeEvent(ev.raw)
-		c.handleDurable(ctx, seq, event, c.decoded(ctx, event, err))
+		c.handleDurable(ctx, seq, len(ev.raw), event, err)
 		return
 	}
 	w.tel.restCatchUp(ctx, "degraded")
@@ -631,30 +647,27 @@ func (c *conversation) takeConnectSnapshot() bool {
 func (c *conversation) handleSessionFrame(ctx context.Context, raw []byte) {
 	w := c.watch
 	f, err := decodeSessionFrame(raw)
-	if err != nil {
-		w.tel.decodeError(ctx, "frame")
-		w.rl.Error("decode:"+c.id, "skipping a session-socket frame that cannot be decoded",
-			zap.String("conversation", c.id), zap.Error(err))
+	switch {
+	case err != nil:
+		c.undecodable(ctx, mapping.UndecodableFrame, len(raw), err)
+		return
+	case f.Type == "durable" && (f.Seq == nil || f.Event == nil):
+		c.undecodable(ctx, mapping.UndecodableFrame, len(raw), errors.New("a durable frame without seq or event"))
 		return
 	}
 	switch f.Type {
 	case "durable":
-		if f.Seq == nil || f.Event == nil {
-			w.tel.decodeError(ctx, "frame")
-			w.rl.Error("decode:"+c.id, "skipping a durable frame without seq or event", zap.String("conversation", c.id))
-			return
-		}
 		ev, err := mapping.EventOf(f.Event)
-		c.handleDurable(ctx, *f.Seq, ev, c.decoded(ctx, ev, err))
+		c.handleDurable(ctx, *f.Seq, len(raw), ev, err)
 	case "transient":
-		if ev, err := mapping.EventOf(f.Event); c.decoded(ctx, ev, err) {
+		if ev, err := mapping.EventOf(f.Event); c.decoded(ctx, ev, err, len(raw)) {
 			c.process(ctx, ev, transientFrame, c.takeConnectSnapshot())
 		}
 	case "delta":
 		if f.Kind != "" && f.Kind != "text" {
 			return // reasoning never rides: no schema field may hold it
 		}
-		if ev, err := mapping.EventOf(streamingDelta(f)); c.decoded(ctx, ev, err) {
+		if ev, err := mapping.EventOf(streamingDelta(f)); c.decoded(ctx, ev, err, len(raw)) {
 			c.process(ctx, ev, transientFrame, false)
 		}
 	case "error":
@@ -677,9 +690,12 @@ func streamingDelta(f sessionFrame) map[string]any {
 }
 
 // handleDurable processes one stored event of the session socket at seq,
-// decoded (ok) or not. The seq cursor alone orders and dedupes stored
-// events: a seq at or below it is a redelivery.
-func (c *conversation) handleDurable(ctx context.Context, seq int64, ev mapping.Event, ok bool) {
+// size bytes, decoded or not (err). The seq cursor alone orders and
+// dedupes stored events: a seq at or below it is a redelivery.
+func (c *conversation) handleDurable(ctx context.Context, seq int64, size int, ev mapping.Event, err error) {
+	if err == nil {
+		c.count(ctx, ev) // duplicates included
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if seq <= c.durableSeq {
@@ -687,9 +703,11 @@ func (c *conversation) handleDurable(ctx context.Context, seq int64, ev mapping.
 		return
 	}
 	c.durableSeq, c.durableID = seq, ev.ID()
-	if ok {
-		c.processLocked(ctx, ev, durableFrame, false)
+	if err != nil {
+		c.undecodableLocked(ctx, mapping.UndecodableEvent, size, err)
+		return
 	}
+	c.processLocked(ctx, ev, durableFrame, false)
 }
 
 // handleEvent processes one legacy-socket or REST-history event.
@@ -698,23 +716,52 @@ func (c *conversation) handleEvent(ctx context.Context, raw []byte, persisted, c
 	if persisted {
 		how = legacyHistory
 	}
-	if ev, err := mapping.DecodeEvent(raw); c.decoded(ctx, ev, err) {
+	if ev, err := mapping.DecodeEvent(raw); c.decoded(ctx, ev, err, len(raw)) {
 		c.process(ctx, ev, how, connectSnapshot)
 	}
 }
 
-// decoded counts a decoded event, or skips one that failed to decode,
-// visibly, and reports which.
-func (c *conversation) decoded(ctx context.Context, ev mapping.Event, err error) bool {
-	w := c.watch
+// decoded counts a decoded event, or puts a visible stand-in in place of
+// one of size bytes that failed to decode, and reports which.
+func (c *conversation) decoded(ctx context.Context, ev mapping.Event, err error, size int) bool {
 	if err != nil {
-		w.tel.decodeError(ctx, "event")
-		w.rl.Error("decode:"+c.id, "skipping an agent-server event that cannot be decoded",
-			zap.String("conversation", c.id), zap.Error(err))
+		c.undecodable(ctx, mapping.UndecodableEvent, size, err)
 		return false
 	}
-	w.tel.vendorEvent(ev.Kind())
+	c.count(ctx, ev)
 	return true
+}
+
+// count counts a decoded vendor event, and the numbers in it that ride as
+// text because no float64 holds them.
+func (c *conversation) count(ctx context.Context, ev mapping.Event) {
+	w := c.watch
+	w.tel.vendorEvent(ev.Kind())
+	if n := ev.NumbersAsText(); n > 0 {
+		w.tel.numbersAsText.Add(ctx, int64(n))
+		w.rl.Warn("numbers:"+c.id, "an agent-server event has numbers beyond float64 range; they ride as strings of their digits",
+			zap.String("conversation", c.id), zap.String("vendor_event_id", ev.ID()), zap.Int("numbers", n))
+	}
+}
+
+func (c *conversation) undecodable(ctx context.Context, reason string, size int, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.undecodableLocked(ctx, reason, size, err)
+}
+
+// undecodableLocked puts x.openhands.frame.undecodable, naming the size and
+// the reason, never the content, in place of a frame or event of size bytes
+// that cannot be decoded (reason: mapping.UndecodableFrame or
+// UndecodableEvent), before anything is sequenced: the session shows the
+// gap, and seq has none.
+func (c *conversation) undecodableLocked(ctx context.Context, reason string, size int, err error) {
+	w := c.watch
+	w.tel.decodeError(ctx, reason)
+	w.rl.Error("decode:"+c.id, "cannot decode agent-server input; emitting x.openhands.frame.undecodable in its place",
+		zap.String("conversation", c.id), zap.String("reason", reason), zap.Int("size_bytes", size), zap.Error(err))
+	out := c.mapper.Undecodable(mapping.Undecodable{Size: int64(size), Reason: reason}, time.Now())
+	c.mapped = append(c.mapped, c.decorator.Decorate(mapping.Event{}, out)...)
 }
 
 // delivery is how an event reached the receiver, which decides whether it

@@ -4,5 +4,6 @@
 // record (the AEP-0005 §3 projection).
 //
 // The receiver never drives a conversation: the socket's first-message auth
-// frame is the only frame it writes, and its REST calls are GETs.
+// frame is the only data frame it writes (control frames aside: keepalive
+// pings, and pongs), and its REST calls are GETs.
 package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"

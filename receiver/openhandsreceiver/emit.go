@@ -32,18 +32,19 @@ type sessionEmitter struct {
 
 // batch assigns each event its position and projects it to a log record,
 // all in one ResourceLogs. This is the only place that assigns seq:
-// positions follow emission order, strictly increasing within the epoch.
+// positions follow emission order, strictly increasing within the epoch,
+// with no gap: an event the projection refuses takes none.
 func (e *sessionEmitter) batch(events []*aep.Event) plog.Logs {
-	for _, ev := range events {
-		ev.Epoch, ev.Seq = aep.Int64(e.epoch), aep.Int64(e.seq)
-		e.seq++
-	}
-	return e.records(events)
+	return e.project(events, true)
 }
 
 // records projects already positioned events to log records, unchanged:
-// a batch, or a recorded control ack re-sent byte-identically.
+// a recorded control ack re-sent byte-identically.
 func (e *sessionEmitter) records(events []*aep.Event) plog.Logs {
+	return e.project(events, false)
+}
+
+func (e *sessionEmitter) project(events []*aep.Event, position bool) plog.Logs {
 	logs := plog.NewLogs()
 	if len(events) == 0 {
 		return logs
@@ -54,13 +55,24 @@ func (e *sessionEmitter) records(events []*aep.Event) plog.Logs {
 	sl.Scope().SetName(scopeName)
 	observed := pcommon.NewTimestampFromTime(time.Now())
 	for _, ev := range events {
+		if position {
+			ev.Epoch, ev.Seq = aep.Int64(e.epoch), aep.Int64(e.seq)
+		}
 		lr := plog.NewLogRecord()
 		if err := projection.ToLogRecord(ev, lr, projection.Options{}); err != nil {
-			// The mapper built an event the projection refuses: a bug, but
-			// one event must not stop the session. The seq gap stays legal.
-			e.logger.Error("dropping an AEP event the projection refused",
+			// The mapper built an event the projection refuses: a bug (what
+			// the projection cannot carry is made text or a stand-in when
+			// decoded), but one event must not stop the session.
+			if position {
+				ev.Seq = nil
+			}
+			e.tel.refused.Add(context.Background(), 1)
+			e.logger.Error("dropping an AEP event the projection refused; it takes no seq",
 				zap.String("aep.type", ev.Type), zap.String("aep.id", ev.ID), zap.Error(err))
 			continue
+		}
+		if position {
+			e.seq++
 		}
 		lr.SetObservedTimestamp(observed)
 		lr.MoveTo(sl.LogRecords().AppendEmpty())

@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 
 	"github.com/gorilla/websocket"
+	"golang.org/x/sync/semaphore"
 )
 
 // frameConn is the connection under a conversation socket (above TLS),
@@ -22,8 +25,18 @@ import (
 //
 // Only the read side's pacing depends on the parse: the bytes themselves
 // pass in order, unchanged, whatever it concludes. One goroutine reads it.
+//
+// It also holds each data frame's share of the receiver's frame budget
+// (frameBudget), taken from the frame's announced length before any of
+// its payload is read and given back when the next frame is asked for,
+// the reader being done with this one, or on Close.
 type frameConn struct {
 	net.Conn
+
+	budget *frameBudget // nil: no bound
+	held   atomic.Int64 // budget bytes this connection holds
+	closed context.Context
+	close  context.CancelFunc
 
 	buf []byte // received, not yet handed on: buf[r:w]
 	r   int
@@ -47,12 +60,41 @@ const framedReadBuffer = 512
 const maxFrameHeader = 14
 
 func newFrameConn(conn net.Conn) *frameConn {
-	return &frameConn{Conn: conn, buf: make([]byte, frameConnBuffer)}
+	closed, closeFn := context.WithCancel(context.Background())
+	return &frameConn{Conn: conn, buf: make([]byte, frameConnBuffer), closed: closed, close: closeFn}
 }
 
-// startFrames is called once the handshake's response has been read.
-func (c *frameConn) startFrames() {
+// startFrames is called once the handshake's response has been read; the
+// frames that follow are read within budget (nil: unbounded).
+func (c *frameConn) startFrames(budget *frameBudget) {
 	c.framing = true
+	c.budget = budget
+}
+
+// Close ends a wait for the budget, gives back what is held, and closes
+// the connection. Any goroutine may call it.
+func (c *frameConn) Close() error {
+	c.close()
+	c.budget.release(c.held.Swap(0))
+	return c.Conn.Close()
+}
+
+// reserve takes the budget share of a data frame announcing payload bytes
+// (control frames, at most 125 bytes, take none).
+func (c *frameConn) reserve(opcode byte, payload int64) error {
+	if opcode >= 8 {
+		return nil
+	}
+	n, err := c.budget.acquire(c.closed, payload)
+	if err != nil {
+		return net.ErrClosed
+	}
+	c.held.Store(n)
+	if c.closed.Err() != nil { // closed meanwhile: Close may have missed it
+		c.budget.release(c.held.Swap(0))
+		return net.ErrClosed
+	}
+	return nil
 }
 
 func (c *frameConn) Read(p []byte) (int, error) {
@@ -68,8 +110,12 @@ func (c *frameConn) Read(p []byte) (int, error) {
 		return c.readHead(p), nil
 	}
 	for c.frameLeft == 0 { // at a frame boundary: learn the next frame's length
-		if size, ok := frameSize(c.buf[c.r:c.w]); ok {
-			c.frameLeft = size
+		c.budget.release(c.held.Swap(0)) // the reader is done with the last one
+		if header, payload, ok := frameHeader(c.buf[c.r:c.w]); ok {
+			if err := c.reserve(c.buf[c.r]&0x0f, payload); err != nil {
+				return 0, err
+			}
+			c.frameLeft = header + payload
 			break
 		}
 		if err := c.fill(); err != nil {
@@ -155,26 +201,72 @@ func (c *frameConn) wholeFrameWaiting() bool {
 // frameSize is the length, header and payload, of the frame b starts with,
 // once b holds its whole header.
 func frameSize(b []byte) (int64, bool) {
+	header, payload, ok := frameHeader(b)
+	return header + payload, ok
+}
+
+// frameHeader is the header length and the announced payload length of
+// the frame b starts with, once b holds its whole header.
+func frameHeader(b []byte) (header, payload int64, ok bool) {
 	if len(b) < 2 {
-		return 0, false
+		return 0, 0, false
 	}
-	header, payload := int64(2), int64(b[1]&0x7f)
+	header, payload = 2, int64(b[1]&0x7f)
 	switch payload {
 	case 126:
 		if len(b) < 4 {
-			return 0, false
+			return 0, 0, false
 		}
 		header, payload = 4, int64(binary.BigEndian.Uint16(b[2:4]))
 	case 127:
 		if len(b) < 10 {
-			return 0, false
+			return 0, 0, false
 		}
 		header, payload = 10, int64(binary.BigEndian.Uint64(b[2:10])&(1<<62-1))
 	}
 	if b[1]&0x80 != 0 {
 		header += 4 // masking key
 	}
-	return header + payload, true
+	return header, payload, true
+}
+
+// frameBudget bounds the frame bytes in flight across every conversation
+// socket of a receiver: a data frame takes its announced length, at most
+// the whole budget (so a frame larger than the budget waits for all of it,
+// and still passes), before any of its payload is read, and holds it while
+// it is read, decoded, mapped and emitted. The bytes a frame costs on the
+// heap are a small multiple of its length, so this bounds the heap that
+// many conversations sending large frames at once can take.
+type frameBudget struct {
+	size     int64
+	sem      *semaphore.Weighted
+	inFlight *atomic.Int64 // otelcol_openhands_frame_bytes_in_flight
+}
+
+func newFrameBudget(size int64, inFlight *atomic.Int64) *frameBudget {
+	return &frameBudget{size: size, sem: semaphore.NewWeighted(size), inFlight: inFlight}
+}
+
+// acquire waits for min(n, size) bytes, or for ctx to end, and returns how
+// many it took. A nil budget takes nothing.
+func (b *frameBudget) acquire(ctx context.Context, n int64) (int64, error) {
+	if b == nil || n <= 0 {
+		return 0, nil
+	}
+	n = min(n, b.size)
+	if err := b.sem.Acquire(ctx, n); err != nil {
+		return 0, fmt.Errorf("wait for the frame budget: %w", err)
+	}
+	b.inFlight.Add(n)
+	return n, nil
+}
+
+func (b *frameBudget) release(n int64) {
+	if b == nil || n == 0 {
+		return
+	}
+	b.inFlight.Add(-n)
+	b.sem.Release(n)
 }
 
 // frameDialer returns a copy of d whose connections are frameConns, and

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,7 +110,7 @@ func TestWholeFrameWaiting(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fc := newFrameConn(nil)
-			fc.startFrames()
+			fc.startFrames(nil)
 			fc.w = copy(fc.buf, c.buffered)
 			assert.Equal(t, c.want, fc.wholeFrameWaiting())
 		})
@@ -133,7 +134,7 @@ func TestFrameConnReadsAFrameAtATime(t *testing.T) {
 	for _, chunk := range []int{1, 3, 7, 64, 4096, len(stream)} {
 		fc := newFrameConn(&chunkConn{data: bytes.Clone(stream), chunk: chunk})
 		assert.Equal(t, head, string(readPart(t, fc, len(head), "chunk %d: the handshake", chunk)))
-		fc.startFrames()
+		fc.startFrames(nil)
 		for i, f := range frames {
 			assert.Equal(t, f, readPart(t, fc, len(f), "chunk %d: frame %d", chunk, i))
 		}
@@ -203,14 +204,15 @@ func testFrameDialer(t *testing.T, tlsOn bool) {
 	resp.Body.Close()
 	defer conn.Close()
 	require.NotNil(t, *fc)
-	(*fc).startFrames()
+	(*fc).startFrames(nil)
 	require.NoError(t, conn.WriteMessage(websocket.TextMessage, []byte("go")))
 	time.Sleep(100 * time.Millisecond) // the burst is in the socket buffer
 
 	var got []string
 	var waiting []bool
+	reader := newFrameReader(conn, 1<<20, defaultSocketSettings)
 	for range 3 {
-		data, err := readFrame(conn, 1<<20)
+		data, err := reader.read(nil)
 		require.NoError(t, err)
 		got = append(got, string(data))
 		waiting = append(waiting, (*fc).wholeFrameWaiting())
@@ -233,3 +235,61 @@ func TestFrameDialerLeavesATLSServerBehindAProxyAlone(t *testing.T) {
 		assert.NotNil(t, direct.NetDialTLSContext, "without a proxy the frameConn sits above TLS")
 	}
 }
+
+// TestFrameBudgetBoundsFramesInFlight: a data frame takes its announced
+// length from the receiver's budget before its payload is read, and gives
+// it back when the next frame is asked for or the connection closes; a
+// frame larger than the budget waits for all of it and passes.
+func TestFrameBudgetBoundsFramesInFlight(t *testing.T) {
+	var inFlight atomic.Int64
+	budget := newFrameBudget(100, &inFlight)
+	open := func(payload int) *frameConn {
+		frames := append(wsFrame(true, websocket.TextMessage, bytes.Repeat([]byte("x"), payload), false),
+			wsFrame(true, websocket.PingMessage, nil, false)...)
+		fc := newFrameConn(&chunkConn{Conn: nopConn{}, data: frames, chunk: frameConnBuffer})
+		fc.startFrames(budget)
+		return fc
+	}
+	read := func(fc *frameConn) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := fc.Read(make([]byte, 512))
+			done <- err
+		}()
+		return done
+	}
+	waits := func(done <-chan error, what string) {
+		select {
+		case err := <-done:
+			t.Fatalf("%s read past the budget (%v)", what, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+
+	a, b, large, closed := open(80), open(50), open(300), open(10)
+	require.NoError(t, <-read(a)) // a's whole frame: 82 bytes
+	assert.Equal(t, int64(80), inFlight.Load())
+	bRead := read(b)
+	waits(bRead, "b")
+	require.NoError(t, <-read(a), "a asks for its next frame (a ping): it is done with the last")
+	require.NoError(t, <-bRead)
+	assert.Equal(t, int64(50), inFlight.Load())
+
+	largeRead := read(large)
+	waits(largeRead, "a frame larger than the budget")
+	require.NoError(t, b.Close())
+	require.NoError(t, <-largeRead, "it passes once it holds all of the budget")
+	assert.Equal(t, int64(100), inFlight.Load())
+
+	closedRead := read(closed)
+	waits(closedRead, "a frame while the budget is lent out")
+	require.NoError(t, closed.Close())
+	require.ErrorIs(t, <-closedRead, net.ErrClosed, "Close ends the wait")
+	require.NoError(t, large.Close())
+	assert.Zero(t, inFlight.Load(), "nothing is left lent out")
+}
+
+// nopConn is a net.Conn whose Close succeeds; the rest is never called.
+type nopConn struct{ net.Conn }
+
+func (nopConn) Close() error { return nil }

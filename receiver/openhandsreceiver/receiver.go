@@ -37,6 +37,7 @@ type openhandsReceiver struct {
 	next     consumer.Logs
 	tel      *telemetry
 	redactor *capture.Redactor
+	sockets  socketSettings // how every conversation socket is read
 
 	host     component.Host
 	storage  storage.Client // nil without storage
@@ -68,7 +69,9 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*openh
 		cfg: cfg, set: set, next: next, tel: tel, redactor: redactor,
 		health:   make(map[serverAspect]error),
 		sessions: newSessionIndex(),
+		sockets:  defaultSocketSettings,
 	}
+	r.sockets.frames = newFrameBudget(frameBytesInFlight, &tel.frameBytesInFlight)
 	// Every conversation gets this configuration; check it once, now.
 	if _, err := mapping.NewConversation(r.mappingConfig("localhost:0", "config-check", 0)); err != nil {
 		return nil, fmt.Errorf("create openhands receiver: %w", err)
@@ -197,6 +200,7 @@ func (r *openhandsReceiver) newAgentServer(ctx context.Context, host component.H
 			WriteBufferPool:  authFrameBuffers,
 		},
 		maxFrame:    r.cfg.MaxFrameBytes,
+		sockets:     r.sockets,
 		sessionOnly: sc.Socket == socketSession,
 	}
 	api.legacyOnly.Store(sc.Socket == socketEvents)
@@ -204,7 +208,7 @@ func (r *openhandsReceiver) newAgentServer(ctx context.Context, host component.H
 }
 
 // authFrameBuffers lends the write buffer of every conversation socket:
-// the auth frame is the only frame written, so an idle connection holds
+// the auth frame is the only data frame written, so an idle connection holds
 // none (4 KiB each otherwise).
 var authFrameBuffers = &sync.Pool{}
 

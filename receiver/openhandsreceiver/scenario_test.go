@@ -146,6 +146,13 @@ func startHarnessWith(t *testing.T, cfg *Config, extensions map[component.ID]com
 // startHarnessLogging is startHarnessWith with the receiver logging to logger.
 func startHarnessLogging(t *testing.T, cfg *Config, extensions map[component.ID]component.Component, logger *zap.Logger) *harness {
 	t.Helper()
+	return startHarnessSockets(t, cfg, extensions, logger, defaultSocketSettings)
+}
+
+// startHarnessSockets is startHarnessLogging with the conversation sockets
+// read under sockets.
+func startHarnessSockets(t *testing.T, cfg *Config, extensions map[component.ID]component.Component, logger *zap.Logger, sockets socketSettings) *harness {
+	t.Helper()
 	require.NoError(t, cfg.Validate())
 	host := &statusHost{Host: componenttest.NewNopHost(), extensions: extensions}
 	h := &harness{t: t, sink: new(consumertest.LogsSink), host: host, tel: componenttest.NewTelemetry()}
@@ -156,6 +163,8 @@ func startHarnessLogging(t *testing.T, cfg *Config, extensions map[component.ID]
 	r, err := NewFactory().CreateLogs(context.Background(), set, cfg, h.sink)
 	require.NoError(t, err)
 	h.rcv = r.(*openhandsReceiver)
+	sockets.frames = h.rcv.sockets.frames
+	h.rcv.sockets = sockets
 	require.NoError(t, r.Start(context.Background(), h.host))
 	t.Cleanup(func() { require.NoError(t, r.Shutdown(context.Background())) })
 	return h

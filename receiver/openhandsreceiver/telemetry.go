@@ -28,6 +28,11 @@ type telemetry struct {
 	batchesResent   metric.Int64Counter
 	restCatchUps    metric.Int64Counter
 	overflowed      metric.Int64Gauge
+	refused         metric.Int64Counter
+	numbersAsText   metric.Int64Counter
+	stalls          metric.Int64Counter
+	// frameBytesInFlight is what the frame budget has lent out.
+	frameBytesInFlight atomic.Int64
 }
 
 // eventCounts counts events by the value of one attribute with an atomic
@@ -88,7 +93,7 @@ func (c *eventCounts) observe(_ context.Context, o metric.Int64Observer) error {
 func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	m := set.MeterProvider.Meter(scopeName)
 	t := telemetry{vendorEvents: eventCounts{key: "kind"}, aepEvents: eventCounts{key: "type"}}
-	var errs [12]error
+	var errs [16]error
 	t.attached, errs[0] = m.Int64UpDownCounter("otelcol_openhands_conversations_attached",
 		metric.WithDescription("Conversations with an attached WebSocket."), metric.WithUnit("{conversation}"))
 	_, errs[1] = m.Int64ObservableCounter("otelcol_openhands_vendor_events",
@@ -119,7 +124,26 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	t.overflowed, errs[11] = m.Int64Gauge("otelcol_openhands_conversations_overflow",
 		metric.WithDescription("Listed conversations waiting for a socket because max_conversations are attached, by server."),
 		metric.WithUnit("{conversation}"))
+	t.refused, errs[12] = m.Int64Counter("otelcol_openhands_aep_events_refused",
+		metric.WithDescription("Mapped AEP events the log record projection refused (a bug): dropped before taking a seq."),
+		metric.WithUnit("{event}"))
+	t.numbersAsText, errs[13] = m.Int64Counter("otelcol_openhands_numbers_as_text",
+		metric.WithDescription("Numbers in agent-server events beyond float64 range, carried as strings of their digits."),
+		metric.WithUnit("{number}"))
+	t.stalls, errs[14] = m.Int64Counter("otelcol_openhands_socket_stalls",
+		metric.WithDescription("Conversation sockets dropped and redialled because they stalled, by cause: keepalive (no pong), frame (a frame not received in time), behind_search (search shows the conversation moving past what the socket delivered)."),
+		metric.WithUnit("{socket}"))
+	_, errs[15] = m.Int64ObservableGauge("otelcol_openhands_frame_bytes_in_flight",
+		metric.WithDescription("Frame bytes the conversation sockets hold of the receiver's frame budget (64 MiB): announced by frames being read or handled."),
+		metric.WithUnit("By"), metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(t.frameBytesInFlight.Load())
+			return nil
+		}))
 	return &t, errors.Join(errs[:]...)
+}
+
+func (t *telemetry) stall(ctx context.Context, cause string) {
+	t.stalls.Add(ctx, 1, metric.WithAttributes(attribute.String("cause", cause)))
 }
 
 func (t *telemetry) decodeError(ctx context.Context, cause string) {

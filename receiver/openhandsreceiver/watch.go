@@ -109,6 +109,7 @@ func (w *serverWatch) observe(ctx context.Context, info conversationInfo) (wants
 		c.info = info
 		return true
 	default:
+		c.noteSearch(info, time.Now())
 		c.info = info
 		return false
 	}

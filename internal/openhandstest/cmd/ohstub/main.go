@@ -7,6 +7,7 @@
 //	create N [running|idle]   → "created <id> <id> …"   (N new conversations)
 //	load RATE DURATION        → "done <events>"          (tool events at RATE/s in total, round robin)
 //	burst N                   → "done <events>"          (N tool events per conversation, as fast as taken)
+//	large BYTES               → "done <events>"          (one agent message of BYTES per conversation, all at once)
 //
 // Tool events alternate a terminal action and its observation, one AEP
 // event each. Every event is stamped with the time it is appended, at
@@ -38,17 +39,20 @@ const pace = 2 * time.Millisecond
 func main() {
 	key := flag.String("key", "", "the session API key the server accepts (empty: no auth)")
 	maxQueued := flag.Int("max-queued-frames", 1<<16, "frames a socket may have queued before it is dropped as slow")
+	maxFrame := flag.Int("max-frame-bytes", 0, "the largest frame the session socket sends (0: the stub's default, 4 MiB)")
+	writeTimeout := flag.Duration("write-timeout", 0, "bounds every socket write (0: the stub's default, 5 s)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *key, *maxQueued, os.Stdin, os.Stdout); err != nil {
+	if err := run(ctx, oh.Config{
+		MaxQueuedFrames: *maxQueued, MaxQueuedBytes: 1 << 30, MaxFrameBytes: *maxFrame, WriteTimeout: *writeTimeout,
+	}, *key, os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "ohstub:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, key string, maxQueued int, in io.Reader, out io.Writer) error {
-	cfg := oh.Config{MaxQueuedFrames: maxQueued, MaxQueuedBytes: 1 << 30}
+func run(ctx context.Context, cfg oh.Config, key string, in io.Reader, out io.Writer) error {
 	if key != "" {
 		cfg.SessionAPIKeys = []string{key}
 	}
@@ -121,9 +125,9 @@ func (s *stub) do(ctx context.Context, args []string) (string, error) {
 	}
 	switch {
 	case args[0] == "create" && (len(args) == 2 || len(args) == 3):
-		n, err := strconv.Atoi(args[1])
-		if err != nil || n < 1 {
-			return "", fmt.Errorf("create: %q is not a positive count", args[1])
+		n, err := positiveArg(args, "count")
+		if err != nil {
+			return "", err
 		}
 		status := oh.StatusRunning
 		if len(args) == 3 {
@@ -141,15 +145,28 @@ func (s *stub) do(ctx context.Context, args []string) (string, error) {
 		}
 		n, err := s.load(ctx, rate, d)
 		return fmt.Sprintf("done %d", n), err
-	case args[0] == "burst" && len(args) == 2:
-		n, err := strconv.Atoi(args[1])
-		if err != nil || n < 1 {
-			return "", fmt.Errorf("burst: %q is not a positive count", args[1])
+	case (args[0] == "burst" || args[0] == "large") && len(args) == 2:
+		n, err := positiveArg(args, "number")
+		if err != nil {
+			return "", err
 		}
-		total, err := s.burst(n)
+		send := s.burst // n events per conversation
+		if args[0] == "large" {
+			send = s.large // one event of n bytes per conversation
+		}
+		total, err := send(n)
 		return fmt.Sprintf("done %d", total), err
 	}
 	return "", fmt.Errorf("unknown command %q", strings.Join(args, " "))
+}
+
+// positiveArg reads a command's first argument, a positive integer.
+func positiveArg(args []string, what string) (int, error) {
+	n, err := strconv.Atoi(args[1])
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s: %q is not a positive %s", args[0], args[1], what)
+	}
+	return n, nil
 }
 
 func (s *stub) create(n int, status string) (string, error) {
@@ -222,4 +239,18 @@ func (s *stub) burst(n int) (int, error) {
 	}
 	wg.Wait()
 	return n * len(s.convs), errors.Join(errs...)
+}
+
+// large appends one agent message of about size bytes to every
+// conversation at once, each from its own goroutine.
+func (s *stub) large(size int) (int, error) {
+	var wg sync.WaitGroup
+	errs := make([]error, len(s.convs))
+	for i, c := range s.convs {
+		wg.Go(func() {
+			_, errs[i] = c.AppendJSON(oh.OversizeFrame(size))
+		})
+	}
+	wg.Wait()
+	return len(s.convs), errors.Join(errs...)
 }

@@ -66,6 +66,9 @@ type Conversation struct {
 
 	stream    StreamRedactor // the open delta stream's redactor, nil if none
 	lastDelta origin         // the stream's last delta, which its flush is attributed to
+	// undecodable counts the stand-ins for undecodable input, which tells
+	// their ids apart (not stored: their ids also hold the receive time).
+	undecodable uint64
 }
 
 // NewConversation checks cfg, fills its defaults and returns the state of a

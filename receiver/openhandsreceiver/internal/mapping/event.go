@@ -1,8 +1,12 @@
 package mapping
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 )
@@ -18,6 +22,7 @@ type Event struct {
 	Fields map[string]any
 
 	kind, id, timestamp, source string
+	numbersAsText               int
 }
 
 // Kind is the vendor class name, the union's discriminator.
@@ -33,6 +38,10 @@ func (e Event) Timestamp() string { return e.timestamp }
 // Source is agent, user, environment or hook; "" when absent or not a string.
 func (e Event) Source() string { return e.source }
 
+// NumbersAsText is how many of the event's numbers were beyond float64
+// range and are carried as strings of their digits (textNumbers).
+func (e Event) NumbersAsText() int { return e.numbersAsText }
+
 // DecodeEvent decodes one event frame. It refuses only what leaves the event
 // unidentifiable: a frame that is not a JSON object, a missing or empty kind
 // or id, and a kind, id or timestamp that is not a string. parent_id, present
@@ -47,7 +56,8 @@ func DecodeEvent(raw []byte) (Event, error) {
 
 // EventOf is DecodeEvent for a frame already decoded as aep.DecodeValue
 // decodes it (numbers as json.Number): a socket envelope decoded whole
-// hands its event over without a second pass over the bytes.
+// hands its event over without a second pass over the bytes. It takes v
+// over: a number beyond float64 range is rewritten in place (textNumbers).
 func EventOf(v any) (Event, error) {
 	fields, ok := v.(map[string]any)
 	if !ok {
@@ -80,7 +90,47 @@ func EventOf(v any) (Event, error) {
 		*f.dst = s
 	}
 	ev.source, _ = fields["source"].(string)
+	_, ev.numbersAsText = textNumbers(fields)
 	return ev, nil
+}
+
+// textNumbers rewrites, in place, each number in v that no float64 holds
+// (beyond ±1.8e308: valid JSON, which Python writes) as a string of its
+// exact digits, and counts them. AEP's canonical JSON and the log record
+// projection carry IEEE-754 doubles only, so such a number would make a
+// mapped event unprojectable; as text it rides, digit for digit, and the
+// rest of the event with it.
+func textNumbers(v any) (any, int) {
+	n := 0
+	switch t := v.(type) {
+	case json.Number:
+		if overflows(t) {
+			return string(t), 1
+		}
+	case map[string]any:
+		for k, x := range t {
+			if y, m := textNumbers(x); m > 0 {
+				t[k], n = y, n+m
+			}
+		}
+	case []any:
+		for i, x := range t {
+			if y, m := textNumbers(x); m > 0 {
+				t[i], n = y, n+m
+			}
+		}
+	}
+	return v, n
+}
+
+// overflows reports whether a JSON number is beyond float64 range.
+func overflows(n json.Number) bool {
+	s := string(n)
+	if len(s) < 300 && !strings.ContainsAny(s, "eE") {
+		return false // under 300 digits and no exponent: below 1e300
+	}
+	f, _ := strconv.ParseFloat(s, 64) // a JSON number fails only out of range
+	return math.IsInf(f, 0)
 }
 
 // knownKinds is the agent server's event union as of v1.43.1, plus the
