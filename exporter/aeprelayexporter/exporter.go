@@ -33,6 +33,8 @@ type transport interface {
 // relayExporter is the push function exporterhelper wraps, plus the start
 // and shutdown of its transport.
 type relayExporter struct {
+	cfg       *Config
+	logger    *zap.Logger
 	rate      *ratelog.Logger
 	tel       *telemetry
 	status    *statusReporter
@@ -49,6 +51,8 @@ func newRelayExporter(cfg *Config, set exporter.Settings) (*relayExporter, error
 		return nil, fmt.Errorf("create the exporter's metrics: %w", err)
 	}
 	e := &relayExporter{
+		cfg:       cfg,
+		logger:    set.Logger,
 		rate:      ratelog.New(set.Logger, logEvery),
 		tel:       tel,
 		status:    &statusReporter{},
@@ -71,7 +75,29 @@ func newRelayExporter(cfg *Config, set exporter.Settings) (*relayExporter, error
 
 func (e *relayExporter) start(ctx context.Context, host component.Host) error {
 	e.status.setHost(host)
-	return e.transport.start(ctx, host)
+	if err := e.transport.start(ctx, host); err != nil {
+		return err
+	}
+	endpoint.WarnPlaintext(e.logger, "endpoint", e.cfg.Endpoint, e.protected(host)...)
+	return nil
+}
+
+// protected names what this exporter's link to the relay carries that a
+// plaintext hop would expose: credentials, and commands the gate accepts.
+func (e *relayExporter) protected(host component.Host) []string {
+	var carried []string
+	if e.cfg.Token != "" {
+		carried = append(carried, "token")
+	}
+	if e.cfg.Auth.HasValue() {
+		carried = append(carried, "auth")
+	}
+	if e.cfg.Control != nil {
+		if h, err := findControlHandler(*e.cfg.Control, host.GetExtensions()); err == nil && len(h.Accepts()) > 0 {
+			carried = append(carried, "control commands")
+		}
+	}
+	return carried
 }
 
 func (e *relayExporter) shutdown(ctx context.Context) error {

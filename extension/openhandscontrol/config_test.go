@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/configcheck/configchecktest"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -63,4 +65,9 @@ func TestValidateNamesTheKey(t *testing.T) {
 	for _, key := range []string{"ack_window: must be positive", "reply_guard: must be positive", "send_input_max_chars: must be positive"} {
 		assert.ErrorContains(t, err, key)
 	}
+}
+
+func TestValidateRejectsEveryNegativeDuration(t *testing.T) {
+	keys := configchecktest.RejectsNegativeDurations(t, createDefaultConfig())
+	assert.ElementsMatch(t, []string{"ack_window", "reply_guard"}, keys)
 }
