@@ -54,7 +54,7 @@ func redactQuery(endpoint string) string {
 	return endpoint
 }
 
-var errUserinfo = errors.New("must not carry userinfo (user:password@): it would reach REST as Basic auth but never the sockets; " +
+var errUserinfo = errors.New("must not carry userinfo (user:password@): not every request would send it, and a URL gets logged; " +
 	"give credentials as session_api_key, token, headers or auth")
 
 // hasUserinfo reports whether the authority of an unparsable URL holds an
