@@ -93,6 +93,8 @@ func TestLoadConfig(t *testing.T) {
 			`servers[0].endpoint: must be an http or https URL, got "ws://127.0.0.1:8000"`,
 			`servers[0].socket: must be auto, events or session, got "telepathy"`,
 			"servers[0].max_conversations: must not be negative",
+			"servers[1].timeout: must not be negative, got -5s",
+			"servers[2].endpoint: the same server as servers[1].endpoint (http://agents.example:8000)",
 			"poll_interval: must be positive",
 			`capture.level: unknown level "everything"`,
 			`capture.categories: unknown category "nonsense"`,
