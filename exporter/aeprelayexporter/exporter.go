@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -91,6 +92,9 @@ func (e *relayExporter) protected(host component.Host) []string {
 	}
 	if e.cfg.Auth.HasValue() {
 		carried = append(carried, "auth")
+	}
+	if u, err := url.Parse(e.cfg.Endpoint); err == nil && u.Query().Has("access_token") {
+		carried = append(carried, "access_token")
 	}
 	if e.cfg.Control != nil {
 		if h, err := findControlHandler(*e.cfg.Control, host.GetExtensions()); err == nil && len(h.Accepts()) > 0 {

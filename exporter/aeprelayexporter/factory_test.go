@@ -84,6 +84,7 @@ func TestPlaintextWarnedAtStart(t *testing.T) {
 		want     []any // what the warning says is carried; nil: no warning
 	}{
 		{"token", "http://relay.invalid:1", func(c *Config, _ *testHost) { c.Token = "t" }, []any{"token"}},
+		{"access_token", "http://relay.invalid:1/?access_token=" + relayToken, func(*Config, *testHost) {}, []any{"access_token"}},
 		{"open gate", "http://relay.invalid:1", func(c *Config, h *testHost) {
 			c.Control = &controlID
 			h.extensions[controlID] = newFakeControl("control.pause")
@@ -108,6 +109,7 @@ func TestPlaintextWarnedAtStart(t *testing.T) {
 			require.Len(t, warnings, 1)
 			assert.Equal(t, "endpoint", warnings[0].ContextMap()["key"])
 			assert.Equal(t, tc.want, warnings[0].ContextMap()["carries"])
+			assert.NotContains(t, warnings[0].ContextMap()["endpoint"], relayToken)
 		})
 	}
 }

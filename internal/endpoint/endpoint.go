@@ -112,13 +112,14 @@ func Plaintext(endpoint string) bool {
 // WarnPlaintext logs that what a component sends to endpoint (the value of
 // key) crosses the network unencrypted, when it is Plaintext and carries
 // something worth protecting (carried names it: a key, a token, control
-// commands). Components call it once per endpoint at start.
+// commands). Components call it once per endpoint at start. The endpoint
+// is logged without its query.
 func WarnPlaintext(logger *zap.Logger, key, endpoint string, carried ...string) {
 	if len(carried) == 0 || !Plaintext(endpoint) {
 		return
 	}
 	logger.Warn("plaintext http to a host that is not loopback: what it carries can be read and changed on the way; use https",
-		zap.String("key", key), zap.String("endpoint", endpoint), zap.Strings("carries", carried))
+		zap.String("key", key), zap.String("endpoint", redactQuery(endpoint)), zap.Strings("carries", carried))
 }
 
 // WebSocket returns a copy of u with its scheme moved to ws (http) or wss

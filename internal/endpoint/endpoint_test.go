@@ -113,6 +113,7 @@ func TestWarnPlaintext(t *testing.T) {
 		warned   bool
 	}{
 		{"key over plaintext", "http://agents.example:8000", []string{"session_api_key"}, true},
+		{"token in the query", "http://agents.example:8000/?access_token=hunter2", []string{"session_api_key"}, true},
 		{"nothing carried", "http://agents.example:8000", nil, false},
 		{"loopback", "http://127.0.0.1:8000", []string{"session_api_key"}, false},
 		{"https", "https://agents.example", []string{"token"}, false},
@@ -127,7 +128,8 @@ func TestWarnPlaintext(t *testing.T) {
 			require.Equal(t, 1, logs.Len())
 			fields := logs.All()[0].ContextMap()
 			assert.Equal(t, "servers[0].endpoint", fields["key"])
-			assert.Equal(t, tc.endpoint, fields["endpoint"])
+			assert.Equal(t, redactQuery(tc.endpoint), fields["endpoint"])
+			assert.NotContains(t, fields["endpoint"], "hunter2", "the query may hold a token")
 			assert.Equal(t, []any{"session_api_key"}, fields["carries"])
 		})
 	}
