@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/configcheck/configchecktest"
 )
 
 func loadConfig(t *testing.T, name string) *Config {
@@ -44,4 +46,9 @@ func TestLoadConfig(t *testing.T) {
 			assert.ErrorContains(t, err, key)
 		}
 	})
+}
+
+func TestValidateRejectsEveryNegativeDuration(t *testing.T) {
+	keys := configchecktest.RejectsNegativeDurations(t, createDefaultConfig())
+	assert.Equal(t, []string{"open_spans.ttl"}, keys)
 }

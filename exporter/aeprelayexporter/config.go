@@ -14,6 +14,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/configcheck"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/endpoint"
 )
 
@@ -76,8 +77,8 @@ type Config struct {
 var _ component.Config = (*Config)(nil)
 
 // Validate checks the settings this exporter owns; confmap validates the
-// nested collector configs (sending_queue, retry_on_failure, tls, reconnect)
-// and prefixes their messages with their keys.
+// nested collector configs (sending_queue, retry_on_failure, tls) and
+// prefixes their messages with their keys.
 func (cfg *Config) Validate() error {
 	var errs []error
 	if err := endpoint.Validate(cfg.Endpoint); err != nil {
@@ -100,16 +101,13 @@ func (cfg *Config) Validate() error {
 	if cfg.Control != nil && cfg.Transport == TransportHTTP {
 		errs = append(errs, errors.New("control: needs transport websocket (the HTTP binding cannot receive commands)"))
 	}
-	for _, d := range [...]struct {
-		key   string
-		value time.Duration
-	}{
-		{"timeout", cfg.Timeout}, {"hello_timeout", cfg.HelloTimeout},
-		{"confirm_timeout", cfg.ConfirmTimeout}, {"ping_interval", cfg.PingInterval},
-	} {
-		if d.value <= 0 {
-			errs = append(errs, fmt.Errorf("%s: must be positive", d.key))
-		}
+	errs = append(errs, configcheck.Check(append(configcheck.HTTPClientDurations("", &cfg.ClientConfig),
+		configcheck.Duration{Key: "timeout", Value: cfg.Timeout, Positive: true},
+		configcheck.Duration{Key: "hello_timeout", Value: cfg.HelloTimeout, Positive: true},
+		configcheck.Duration{Key: "confirm_timeout", Value: cfg.ConfirmTimeout, Positive: true},
+		configcheck.Duration{Key: "ping_interval", Value: cfg.PingInterval, Positive: true})...)...)
+	if err := cfg.Reconnect.Validate("reconnect"); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

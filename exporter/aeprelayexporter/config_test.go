@@ -2,6 +2,7 @@ package aeprelayexporter
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/configcheck/configchecktest"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -112,7 +114,11 @@ func TestConfigValidate(t *testing.T) {
 		{"hello_timeout_zero", func(c *Config) { c.HelloTimeout = 0 }, "hello_timeout: must be positive"},
 		{"confirm_timeout_negative", func(c *Config) { c.ConfirmTimeout = -time.Second }, "confirm_timeout: must be positive"},
 		{"ping_interval_zero", func(c *Config) { c.PingInterval = 0 }, "ping_interval: must be positive"},
-		{"reconnect_jitter", func(c *Config) { c.Reconnect.Jitter = 2 }, "reconnect: jitter: must be within [0, 1]"},
+		{"reconnect_jitter", func(c *Config) { c.Reconnect.Jitter = 2 }, "reconnect.jitter: must be within [0, 1]"},
+		{"endpoint_userinfo", func(c *Config) { c.Endpoint = "https://aep:hunter2@relay:8787" }, "endpoint: must not carry userinfo"},
+		{"endpoint_fragment", func(c *Config) { c.Endpoint = "https://relay:8787/#hunter2" }, "endpoint: must not carry a fragment"},
+		{"keepalive_negative", func(c *Config) { c.Keepalive.Get().IdleConnTimeout = -time.Second },
+			"keepalive.idle_conn_timeout: must not be negative, got -1s"},
 		{"num_consumers_zero", func(c *Config) { c.QueueConfig.Get().NumConsumers = 0 }, "sending_queue: `num_consumers` must be positive"},
 	}
 	for _, tt := range tests {
@@ -124,6 +130,33 @@ func TestConfigValidate(t *testing.T) {
 			err := confmap.Validate(cfg)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
+			assert.NotContains(t, err.Error(), "hunter2", "a secret in the endpoint is never printed")
 		})
 	}
+}
+
+// TestConfigValidateRejectsEveryNegativeDuration sets each duration of the
+// full configuration negative in turn: the code reading a negative timeout
+// or interval takes it as none.
+func TestConfigValidateRejectsEveryNegativeDuration(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Endpoint = "http://127.0.0.1:8787"
+	keys := configchecktest.RejectsNegativeDurations(t, cfg)
+	assert.Contains(t, keys, "http2_ping_timeout")
+	assert.Contains(t, keys, "retry_on_failure.max_elapsed_time")
+}
+
+// TestConfigValidateReconnectOnce runs the collector's validation, which
+// also walks nested configs: each reconnect problem is printed once, under
+// its full key.
+func TestConfigValidateReconnectOnce(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Endpoint = "http://127.0.0.1:8787"
+	cfg.Reconnect = backoff.Config{InitialInterval: -time.Second, MaxInterval: time.Second, Jitter: 2}
+	err := confmap.Validate(cfg)
+	require.Error(t, err)
+	assert.Equal(t, []string{
+		"reconnect.initial_interval: must be positive, got -1s",
+		"reconnect.jitter: must be within [0, 1], got 2",
+	}, strings.Split(err.Error(), "\n"))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -33,6 +34,8 @@ type transport interface {
 // relayExporter is the push function exporterhelper wraps, plus the start
 // and shutdown of its transport.
 type relayExporter struct {
+	cfg       *Config
+	logger    *zap.Logger
 	rate      *ratelog.Logger
 	tel       *telemetry
 	status    *statusReporter
@@ -50,6 +53,8 @@ func newRelayExporter(cfg *Config, set exporter.Settings) (*relayExporter, error
 	}
 	rate := ratelog.New(set.Logger, logEvery)
 	e := &relayExporter{
+		cfg:       cfg,
+		logger:    set.Logger,
 		rate:      rate,
 		tel:       tel,
 		status:    newStatusReporter(tel, rate),
@@ -72,7 +77,32 @@ func newRelayExporter(cfg *Config, set exporter.Settings) (*relayExporter, error
 
 func (e *relayExporter) start(ctx context.Context, host component.Host) error {
 	e.status.setHost(host)
-	return e.transport.start(ctx, host)
+	if err := e.transport.start(ctx, host); err != nil {
+		return err
+	}
+	endpoint.WarnPlaintext(e.logger, "endpoint", e.cfg.Endpoint, e.protected(host)...)
+	return nil
+}
+
+// protected names what this exporter's link to the relay carries that a
+// plaintext hop would expose: credentials, and commands the gate accepts.
+func (e *relayExporter) protected(host component.Host) []string {
+	var carried []string
+	if e.cfg.Token != "" {
+		carried = append(carried, "token")
+	}
+	if e.cfg.Auth.HasValue() {
+		carried = append(carried, "auth")
+	}
+	if u, err := url.Parse(e.cfg.Endpoint); err == nil && u.Query().Has("access_token") {
+		carried = append(carried, "access_token")
+	}
+	if e.cfg.Control != nil {
+		if h, err := findControlHandler(*e.cfg.Control, host.GetExtensions()); err == nil && len(h.Accepts()) > 0 {
+			carried = append(carried, "control commands")
+		}
+	}
+	return carried
 }
 
 func (e *relayExporter) shutdown(ctx context.Context) error {

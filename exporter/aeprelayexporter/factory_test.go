@@ -9,8 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aeprelaytest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
 )
 
@@ -68,4 +71,77 @@ func TestCreateLogsRefusesANonHTTPEndpoint(t *testing.T) {
 			assert.Contains(t, err.Error(), "endpoint")
 		})
 	}
+}
+
+// TestPlaintextWarnedAtStart: a relay reached over plaintext http on a
+// host that is not loopback gets one warning at start when the link
+// carries credentials or commands the gate accepts.
+func TestPlaintextWarnedAtStart(t *testing.T) {
+	controlID := component.MustNewID("openhandscontrol")
+	for _, tc := range []struct {
+		name     string
+		endpoint string
+		mutate   func(*Config, *testHost)
+		want     []any // what the warning says is carried; nil: no warning
+	}{
+		{"token", "http://relay.invalid:1", func(c *Config, _ *testHost) { c.Token = "t" }, []any{"token"}},
+		{"access_token", "http://relay.invalid:1/?access_token=" + relayToken, func(*Config, *testHost) {}, []any{"access_token"}},
+		{"open gate", "http://relay.invalid:1", func(c *Config, h *testHost) {
+			c.Control = &controlID
+			h.extensions[controlID] = newFakeControl("control.pause")
+		}, []any{"control commands"}},
+		{"closed gate", "http://relay.invalid:1", func(c *Config, h *testHost) {
+			c.Control = &controlID
+			h.extensions[controlID] = newFakeControl()
+		}, nil},
+		{"nothing carried", "http://relay.invalid:1", func(*Config, *testHost) {}, nil},
+		{"loopback", "http://127.0.0.1:1", func(c *Config, _ *testHost) { c.Token = "t" }, nil},
+		{"https", "https://relay.invalid:1", func(c *Config, _ *testHost) { c.Token = "t" }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, host := testConfig(tc.endpoint), newTestHost()
+			tc.mutate(cfg, host)
+			h := startExporter(t, cfg, host)
+			warnings := h.logs.FilterFieldKey("carries").All()
+			if tc.want == nil {
+				assert.Empty(t, warnings)
+				return
+			}
+			require.Len(t, warnings, 1)
+			assert.Equal(t, "endpoint", warnings[0].ContextMap()["key"])
+			assert.Equal(t, tc.want, warnings[0].ContextMap()["carries"])
+			assert.NotContains(t, warnings[0].ContextMap()["endpoint"], relayToken)
+		})
+	}
+}
+
+// TestSendingQueueBatches: the exporter batches in its own sending_queue
+// (the README's alternative to a batch processor): pushes merge into one
+// confirmed batch and every event arrives, in order.
+func TestSendingQueueBatches(t *testing.T) {
+	relay := startRelay(t, aeprelaytest.Config{})
+	cfg := socketConfig(relay)
+	queue := createDefaultConfig().(*Config).QueueConfig
+	batch := exporterhelper.NewDefaultBatchConfig()
+	batch.FlushTimeout = time.Minute // only min_size flushes
+	batch.MinSize = 50
+	queue.Get().Batch = configoptional.Some(batch)
+	cfg.QueueConfig = queue
+	h := startExporter(t, cfg, nil)
+	events := append(sessionEvents("s1", 25), sessionEvents("s2", 25)...)
+	for i := 0; i < 25; i += 5 {
+		require.NoError(t, h.consume(t, logsOf(t, append(events[i:i+5:i+5], events[25+i:30+i]...)...)))
+	}
+	eventually(t, "every event at the relay", func() bool { return relay.Received() == len(events) })
+	assert.Equal(t, int64(1), h.counter(t, "otelcol_aeprelay_batches_confirmed"), "five pushes merged into one batch")
+	var s1, s2 []string
+	for _, rec := range relay.Events() {
+		if rec.Event.Session == "s1" {
+			s1 = append(s1, rec.Event.ID)
+		} else {
+			s2 = append(s2, rec.Event.ID)
+		}
+	}
+	assert.Equal(t, ids(events[:25]), s1)
+	assert.Equal(t, ids(events[25:]), s2)
 }

@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/configcheck/configchecktest"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -73,4 +75,9 @@ func TestValidateNamesTheKey(t *testing.T) {
 		cfg.ConversationRateLimit.WritesPerSecond = wps
 		assert.ErrorContains(t, cfg.Validate(), "conversation_rate_limit.writes_per_second: must be a positive number", "%v", wps)
 	}
+}
+
+func TestValidateRejectsEveryNegativeDuration(t *testing.T) {
+	keys := configchecktest.RejectsNegativeDurations(t, createDefaultConfig())
+	assert.ElementsMatch(t, []string{"ack_window", "reply_guard"}, keys)
 }

@@ -6,6 +6,7 @@ package backoff // import "github.com/otelcol-openhands/otelcol-openhands/intern
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 )
@@ -28,17 +29,21 @@ func Default() Config {
 	return Config{InitialInterval: time.Second, MaxInterval: 30 * time.Second, Jitter: 0.2}
 }
 
-// Validate checks the ranges.
-func (c Config) Validate() error {
+// Validate checks the ranges. key is where the backoff sits in its
+// owner's configuration (e.g. "reconnect"), and every message starts with
+// its full key, so an error that joins several problems names each once.
+// Taking the key keeps Config from being a confmap.Validator: the
+// collector would call it a second time and prefix only its first line.
+func (c Config) Validate(key string) error {
 	var errs []error
 	if c.InitialInterval <= 0 {
-		errs = append(errs, errors.New("initial_interval: must be positive"))
+		errs = append(errs, fmt.Errorf("%s.initial_interval: must be positive, got %s", key, c.InitialInterval))
 	}
 	if c.MaxInterval < c.InitialInterval {
-		errs = append(errs, errors.New("max_interval: must be at least initial_interval"))
+		errs = append(errs, fmt.Errorf("%s.max_interval: must be at least initial_interval (%s), got %s", key, c.InitialInterval, c.MaxInterval))
 	}
 	if c.Jitter < 0 || c.Jitter > 1 {
-		errs = append(errs, errors.New("jitter: must be within [0, 1]"))
+		errs = append(errs, fmt.Errorf("%s.jitter: must be within [0, 1], got %g", key, c.Jitter))
 	}
 	return errors.Join(errs...)
 }

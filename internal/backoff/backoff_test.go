@@ -30,10 +30,26 @@ func TestDelayJitterStaysInRange(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	assert.NoError(t, Default().Validate())
-	assert.ErrorContains(t, Config{MaxInterval: time.Second}.Validate(), "initial_interval")
-	assert.ErrorContains(t, Config{InitialInterval: 2 * time.Second, MaxInterval: time.Second}.Validate(), "max_interval")
-	assert.ErrorContains(t, Config{InitialInterval: time.Second, MaxInterval: time.Second, Jitter: 2}.Validate(), "jitter")
+	assert.NoError(t, Default().Validate("reconnect"))
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"zero initial", Config{MaxInterval: time.Second}, "reconnect.initial_interval: must be positive, got 0s"},
+		{"negative initial", Config{InitialInterval: -time.Second, MaxInterval: time.Second}, "reconnect.initial_interval: must be positive, got -1s"},
+		{"negative max", Config{InitialInterval: time.Second, MaxInterval: -time.Second},
+			"reconnect.max_interval: must be at least initial_interval (1s), got -1s"},
+		{"jitter", Config{InitialInterval: time.Second, MaxInterval: time.Second, Jitter: 2}, "reconnect.jitter: must be within [0, 1], got 2"},
+		{"every line keyed", Config{InitialInterval: -2 * time.Second, MaxInterval: -3 * time.Second, Jitter: -1},
+			"reconnect.initial_interval: must be positive, got -2s\n" +
+				"reconnect.max_interval: must be at least initial_interval (-2s), got -3s\n" +
+				"reconnect.jitter: must be within [0, 1], got -1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.EqualError(t, tc.cfg.Validate("reconnect"), tc.want)
+		})
+	}
 }
 
 func TestSleepHonoursContext(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/configcheck"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/endpoint"
 )
 
@@ -89,10 +90,11 @@ func (cfg *Config) Validate() error {
 	if len(cfg.Servers) == 0 {
 		errs = append(errs, errors.New("servers: at least one server is required"))
 	}
+	errs = append(errs, cfg.validateEndpoints()...)
 	for i, s := range cfg.Servers {
-		if err := endpoint.Validate(s.Endpoint); err != nil {
-			errs = append(errs, fmt.Errorf("servers[%d].endpoint: %w", i, err))
-		}
+		prefix := fmt.Sprintf("servers[%d].", i)
+		errs = append(errs, configcheck.Check(append(configcheck.HTTPClientDurations(prefix, &s.ClientConfig),
+			configcheck.Duration{Key: prefix + "timeout", Value: s.Timeout})...)...)
 		switch s.Socket {
 		case "", socketAuto, socketEvents, socketSession:
 		default:
@@ -102,9 +104,9 @@ func (cfg *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("servers[%d].max_conversations: must not be negative (0 sizes it from the descriptor limit)", i))
 		}
 	}
-	if cfg.PollInterval <= 0 {
-		errs = append(errs, errors.New("poll_interval: must be positive"))
-	}
+	errs = append(errs, configcheck.Check(
+		configcheck.Duration{Key: "poll_interval", Value: cfg.PollInterval, Positive: true},
+		configcheck.Duration{Key: "idle_detach", Value: cfg.IdleDetach})...)
 	if cfg.Agent == "" {
 		errs = append(errs, errors.New("agent: must not be empty"))
 	}
@@ -119,11 +121,8 @@ func (cfg *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("capture.categories.%s: unknown level %q", cat, lvl))
 		}
 	}
-	if cfg.IdleDetach < 0 {
-		errs = append(errs, errors.New("idle_detach: must not be negative (0 disables detaching)"))
-	}
-	if err := cfg.Reconnect.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("reconnect.%w", err))
+	if err := cfg.Reconnect.Validate("reconnect"); err != nil {
+		errs = append(errs, err)
 	}
 	if cfg.MaxFrameBytes < 1024 {
 		errs = append(errs, errors.New("max_frame_bytes: must be at least 1024"))
@@ -132,4 +131,26 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("shard.%w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// validateEndpoints checks each server's endpoint and refuses two that
+// name one server (http://h:80 and http://h/, say): both would attach the
+// same conversations as one AEP source, two sockets feeding one session.
+func (cfg *Config) validateEndpoints() []error {
+	var errs []error
+	first := make(map[string]int, len(cfg.Servers))
+	for i, s := range cfg.Servers {
+		u, err := endpoint.ParseBase(s.Endpoint)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("servers[%d].endpoint: %w", i, err))
+			continue
+		}
+		key := endpoint.Key(u)
+		if j, dup := first[key]; dup {
+			errs = append(errs, fmt.Errorf("servers[%d].endpoint: the same server as servers[%d].endpoint (%s)", i, j, key))
+			continue
+		}
+		first[key] = i
+	}
+	return errs
 }

@@ -2,7 +2,9 @@ package openhandsreceiver
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/configcheck/configchecktest"
 )
 
 // loadConfig loads one instance of testdata/config.yaml the way the
@@ -51,7 +54,7 @@ func TestLoadConfig(t *testing.T) {
 		assert.Equal(t, 10*time.Minute, cfg.IdleDetach)
 		assert.Equal(t, backoff.Default(), cfg.Reconnect)
 		assert.Nil(t, cfg.Storage)
-		assert.Equal(t, ShardConfig{Index: 0, Count: 1}, cfg.Shard)
+		assert.Equal(t, ShardConfig{Count: 1}, cfg.Shard)
 	})
 
 	t.Run("full", func(t *testing.T) {
@@ -80,7 +83,7 @@ func TestLoadConfig(t *testing.T) {
 		assert.Equal(t, 0.5, cfg.Reconnect.Jitter)
 		assert.Equal(t, int64(4<<20), cfg.MaxFrameBytes)
 		assert.Equal(t, component.MustNewIDWithName("file_storage", "openhands"), *cfg.Storage)
-		assert.Equal(t, ShardConfig{Index: 2, Count: 3}, cfg.Shard, "index from ${env:SHARD_INDEX}")
+		assert.Equal(t, ShardConfig{Index: ptr(2), Count: 3}, cfg.Shard, "index from ${env:SHARD_INDEX}")
 	})
 
 	t.Run("invalid", func(t *testing.T) {
@@ -90,6 +93,8 @@ func TestLoadConfig(t *testing.T) {
 			`servers[0].endpoint: must be an http or https URL, got "ws://127.0.0.1:8000"`,
 			`servers[0].socket: must be auto, events or session, got "telepathy"`,
 			"servers[0].max_conversations: must not be negative",
+			"servers[1].timeout: must not be negative, got -5s",
+			"servers[2].endpoint: the same server as servers[1].endpoint (http://agents.example:8000)",
 			"poll_interval: must be positive",
 			`capture.level: unknown level "everything"`,
 			`capture.categories: unknown category "nonsense"`,
@@ -102,22 +107,119 @@ func TestLoadConfig(t *testing.T) {
 
 func TestValidateShard(t *testing.T) {
 	for _, tc := range []struct {
+		name  string
 		shard ShardConfig
 		want  string
 	}{
-		{ShardConfig{Index: 0, Count: 0}, "shard.count: must be at least 1, got 0"},
-		{ShardConfig{Index: -1, Count: 2}, "shard.index: must be in [0, 2), got -1"},
-		{ShardConfig{Index: 2, Count: 2}, "shard.index: must be in [0, 2), got 2"},
+		{"no replicas", ShardConfig{Index: ptr(0), Count: 0}, "shard.count: must be at least 1, got 0"},
+		{"negative index", ShardConfig{Index: ptr(-1), Count: 2}, "shard.index: must be in [0, 2), got -1"},
+		{"index past count", ShardConfig{Index: ptr(2), Count: 2}, "shard.index: must be in [0, 2), got 2"},
+		{"unset index of several", ShardConfig{Count: 2}, "shard.index: must be set when count is 2 (an empty or unset ${env:...} leaves it unset)"},
+		{"unset index of one", ShardConfig{Count: 1}, ""},
 	} {
-		cfg := createDefaultConfig().(*Config)
-		cfg.Servers = []ServerConfig{{}}
-		cfg.Servers[0].Endpoint = "http://127.0.0.1:8000"
-		cfg.Shard = tc.shard
-		assert.EqualError(t, cfg.Validate(), tc.want)
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := validConfig()
+			cfg.Shard = tc.shard
+			if tc.want == "" {
+				assert.NoError(t, cfg.Validate())
+				return
+			}
+			assert.EqualError(t, cfg.Validate(), tc.want)
+		})
 	}
+}
+
+// TestShardIndexFromEmptyEnv resolves testdata's ${env:SHARD_INDEX} the way
+// the collector does: with the variable empty or unset the index resolves
+// to nothing, which an int field would take as shard 0.
+func TestShardIndexFromEmptyEnv(t *testing.T) {
+	t.Run("empty", func(t *testing.T) {
+		t.Setenv("SHARD_INDEX", "")
+		assert.ErrorContains(t, confmap.Validate(loadConfig(t, "full")), "shard.index: must be set when count is 3")
+	})
+	t.Run("unset", func(t *testing.T) {
+		t.Setenv("SHARD_INDEX", "")
+		require.NoError(t, os.Unsetenv("SHARD_INDEX"))
+		assert.ErrorContains(t, confmap.Validate(loadConfig(t, "full")), "shard.index: must be set when count is 3")
+	})
+	t.Run("zero", func(t *testing.T) {
+		t.Setenv("SHARD_INDEX", "0")
+		cfg := loadConfig(t, "full")
+		require.NoError(t, confmap.Validate(cfg))
+		assert.Equal(t, ptr(0), cfg.Shard.Index)
+	})
 }
 
 func TestValidateRequiresServers(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	assert.ErrorContains(t, cfg.Validate(), "servers: at least one server is required")
 }
+
+func TestValidateEndpoints(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		endpoints []string
+		want      string
+	}{
+		{"distinct", []string{"http://h:8000", "http://h:8001", "https://h:8000", "http://h:8000/tenant-a"}, ""},
+		{"trailing slash", []string{"http://h:8000", "http://h:8000/"}, "servers[1].endpoint: the same server as servers[0].endpoint (http://h:8000)"},
+		{"default port", []string{"http://other", "http://h", "http://h:80"}, "servers[2].endpoint: the same server as servers[1].endpoint (http://h)"},
+		{"host case", []string{"https://Agents.Example/base/", "https://agents.example:443/base"},
+			"servers[1].endpoint: the same server as servers[0].endpoint (https://agents.example/base)"},
+		{"userinfo", []string{"http://admin:hunter2@h:8000"}, "servers[0].endpoint: must not carry userinfo"},
+		{"query", []string{"http://h:8000", "http://h:8001/?tenant=a"}, "servers[1].endpoint: must not carry a query"},
+		{"fragment", []string{"http://h:8000#a"}, "servers[0].endpoint: must not carry a fragment"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := validConfig()
+			cfg.Servers = make([]ServerConfig, len(tc.endpoints))
+			for i, e := range tc.endpoints {
+				cfg.Servers[i].Endpoint = e
+			}
+			err := cfg.Validate()
+			if tc.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.want)
+			assert.NotContains(t, err.Error(), "hunter2")
+		})
+	}
+}
+
+// TestValidateRejectsEveryNegativeDuration sets each duration of a
+// configuration with every optional part present negative in turn: the
+// code reading a negative timeout or interval takes it as none.
+func TestValidateRejectsEveryNegativeDuration(t *testing.T) {
+	cfg := validConfig()
+	cfg.Servers = append(cfg.Servers, cfg.Servers[0])
+	cfg.Servers[1].Endpoint = "http://127.0.0.1:8001"
+	keys := configchecktest.RejectsNegativeDurations(t, cfg)
+	assert.Contains(t, keys, "servers[1].timeout")
+	assert.Contains(t, keys, "reconnect.max_interval")
+}
+
+// TestValidateReconnectOnce runs the collector's validation, which also
+// walks nested configs: each reconnect problem is printed once, under its
+// full key.
+func TestValidateReconnectOnce(t *testing.T) {
+	cfg := validConfig()
+	cfg.Reconnect = backoff.Config{InitialInterval: -time.Second, MaxInterval: -2 * time.Second, Jitter: 2}
+	err := confmap.Validate(cfg)
+	require.Error(t, err)
+	assert.Equal(t, []string{
+		"reconnect.initial_interval: must be positive, got -1s",
+		"reconnect.max_interval: must be at least initial_interval (-1s), got -2s",
+		"reconnect.jitter: must be within [0, 1], got 2",
+	}, strings.Split(err.Error(), "\n"))
+}
+
+// validConfig is the default configuration with one loopback server.
+func validConfig() *Config {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Servers = []ServerConfig{{}}
+	cfg.Servers[0].Endpoint = "http://127.0.0.1:8000"
+	return cfg
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -213,7 +213,7 @@ func TestShardOfIsStable(t *testing.T) {
 	assert.Equal(t, 4, shardOf("00000000-0000-0000-0000-000000000000", 5))
 	assert.Equal(t, shardOf(id, 5), shardOf(strings.ToUpper(id), 5), "case does not matter")
 	assert.Equal(t, shardOf(id, 5), shardOf(strings.ReplaceAll(id, "-", ""), 5), "the hex form lands on the same replica")
-	assert.True(t, ShardConfig{Index: 0, Count: 1}.owns(id))
+	assert.True(t, ShardConfig{Count: 1}.owns(id))
 }
 
 // runOnStorage runs a receiver with storage over one run of a new
@@ -361,7 +361,7 @@ func TestShardSplitsConversations(t *testing.T) {
 		var hs []*harness
 		for i := range count {
 			cfg := storageConfig(socketSession, stub)
-			cfg.Shard = ShardConfig{Index: i, Count: count}
+			cfg.Shard = ShardConfig{Index: &i, Count: count}
 			hs = append(hs, startHarnessWith(t, cfg, mems[i].extensions()))
 		}
 		return hs

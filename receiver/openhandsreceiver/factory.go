@@ -36,7 +36,7 @@ func createDefaultConfig() component.Config {
 		IdleDetach:    10 * time.Minute,
 		Reconnect:     backoff.Default(),
 		MaxFrameBytes: defaultMaxFrameBytes,
-		Shard:         ShardConfig{Index: 0, Count: 1},
+		Shard:         ShardConfig{Count: 1},
 	}
 }
 

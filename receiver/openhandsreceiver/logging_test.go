@@ -38,3 +38,45 @@ func TestEveryFailingServerIsLogged(t *testing.T) {
 	time.Sleep(3 * h.rcv.cfg.PollInterval)
 	assert.Equal(t, map[string]int{slow.Addr(): 1, other.Addr(): 1}, failures(), "one line per server per interval")
 }
+
+// TestPlaintextWarnedOncePerServer: a server reached over plaintext http
+// on a host that is not loopback gets one warning at start when its
+// session key or, with the gate open, control writes travel on it.
+func TestPlaintextWarnedOncePerServer(t *testing.T) {
+	servers := []ServerConfig{
+		{SessionAPIKey: "k", Name: "keyed"},
+		{Name: "keyless"},
+		{SessionAPIKey: "k", Name: "loopback"},
+		{SessionAPIKey: "k", Name: "tls"},
+	}
+	for i, e := range []string{"http://agents.example:8000", "http://10.0.0.7:8000", "http://127.0.0.1:8000", "https://agents.example"} {
+		servers[i].Endpoint = e
+	}
+	for _, tc := range []struct {
+		name       string
+		answerable bool
+		want       map[string][]any
+	}{
+		{"gate closed", false, map[string][]any{"servers[0].endpoint": {"session_api_key"}}},
+		{"gate open", true, map[string][]any{
+			"servers[0].endpoint": {"session_api_key", "control writes"},
+			"servers[1].endpoint": {"control writes"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			core, logs := observer.New(zapcore.WarnLevel)
+			cfg := createDefaultConfig().(*Config)
+			cfg.Servers = servers
+			r := &openhandsReceiver{cfg: cfg, answerable: tc.answerable}
+			r.set.Logger = zap.New(core)
+			r.warnPlaintext()
+			got := map[string][]any{}
+			for _, e := range logs.All() {
+				fields := e.ContextMap()
+				got[fields["key"].(string)] = fields["carries"].([]any)
+			}
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, len(tc.want), logs.Len(), "one warning per server")
+		})
+	}
+}

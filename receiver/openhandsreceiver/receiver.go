@@ -24,6 +24,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/capture"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/endpoint"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/ratelog"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
@@ -89,9 +90,10 @@ func (r *openhandsReceiver) Start(ctx context.Context, host component.Host) erro
 		r.gated = true
 		r.answerable, r.unregister = reg.Register(r.sessions)
 	}
+	r.warnPlaintext()
 	epoch := processEpochs.next()
 	r.set.Logger.Info("openhands receiver starting", zap.Int64("aep.epoch", epoch), zap.Int("servers", len(r.cfg.Servers)),
-		zap.Bool("storage", r.cfg.Storage != nil), zap.Int("shard.index", r.cfg.Shard.Index), zap.Int("shard.count", r.cfg.Shard.Count))
+		zap.Bool("storage", r.cfg.Storage != nil), zap.Intp("shard.index", r.cfg.Shard.Index), zap.Int("shard.count", r.cfg.Shard.Count))
 	if r.cfg.Storage != nil {
 		client, err := storageClient(ctx, host, *r.cfg.Storage, r.set.ID)
 		if err != nil {
@@ -118,6 +120,21 @@ func (r *openhandsReceiver) Start(ctx context.Context, host component.Host) erro
 		r.watchers.Go(func() { w.run(runCtx) })
 	}
 	return nil
+}
+
+// warnPlaintext warns once per server reached over plaintext http that
+// carries its session key or, with the gate open, control writes.
+func (r *openhandsReceiver) warnPlaintext() {
+	for i, s := range r.cfg.Servers {
+		var carried []string
+		if s.SessionAPIKey != "" {
+			carried = append(carried, "session_api_key")
+		}
+		if r.answerable {
+			carried = append(carried, "control writes")
+		}
+		endpoint.WarnPlaintext(r.set.Logger, fmt.Sprintf("servers[%d].endpoint", i), s.Endpoint, carried...)
+	}
 }
 
 func (r *openhandsReceiver) Shutdown(ctx context.Context) error {

@@ -12,8 +12,10 @@ import (
 // its index (shardOf).
 type ShardConfig struct {
 	// Index is this replica's shard, 0 ≤ index < count. A StatefulSet
-	// feeds the pod ordinal through ${env:...}.
-	Index int `mapstructure:"index"`
+	// feeds the pod ordinal through ${env:...}. A pointer, because an
+	// ${env:...} that is empty or unset resolves to nothing, which an int
+	// would take as 0: every replica would observe shard 0.
+	Index *int `mapstructure:"index"`
 	// Count is the number of replicas; 1 (default) observes everything.
 	Count int `mapstructure:"count"`
 }
@@ -22,15 +24,18 @@ func (s ShardConfig) validate() error {
 	switch {
 	case s.Count < 1:
 		return fmt.Errorf("count: must be at least 1, got %d", s.Count)
-	case s.Index < 0 || s.Index >= s.Count:
-		return fmt.Errorf("index: must be in [0, %d), got %d", s.Count, s.Index)
+	case s.Index == nil && s.Count > 1:
+		return fmt.Errorf("index: must be set when count is %d (an empty or unset ${env:...} leaves it unset)", s.Count)
+	case s.Index != nil && (*s.Index < 0 || *s.Index >= s.Count):
+		return fmt.Errorf("index: must be in [0, %d), got %d", s.Count, *s.Index)
 	}
 	return nil
 }
 
-// owns reports whether this replica observes the conversation.
+// owns reports whether this replica observes the conversation; validate
+// has made sure Index is set when Count is above 1.
 func (s ShardConfig) owns(conversationID string) bool {
-	return s.Count <= 1 || shardOf(conversationID, s.Count) == s.Index
+	return s.Count <= 1 || shardOf(conversationID, s.Count) == *s.Index
 }
 
 // shardOf is the documented, stable placement of a conversation: FNV-1a
