@@ -64,6 +64,14 @@ const (
 // the configured key is wrong, retrying will not help.
 var errAuthRejected = errors.New("agent server rejected the session API key")
 
+// errRedirectRefused answers every redirect: the agent server API never
+// redirects, and a followed redirect would carry the session key (and a
+// control write's text) to whatever host it names.
+var errRedirectRefused = errors.New("refused to follow a redirect: the agent server API never redirects, and following it would send the session API key elsewhere")
+
+// refuseRedirect is the CheckRedirect of every client that carries the key.
+func refuseRedirect(*http.Request, []*http.Request) error { return errRedirectRefused }
+
 // conversationInfo is the part of ConversationInfo the receiver reads.
 type conversationInfo struct {
 	ID              string `json:"id"`

@@ -166,6 +166,9 @@ func (r *openhandsReceiver) newAgentServer(ctx context.Context, host component.H
 	if client.Timeout == 0 {
 		client.Timeout = defaultServerTimeout // a hung server must not stall discovery
 	}
+	// Go strips only Authorization and Cookie across hosts, never
+	// X-Session-API-Key. The control gate writes with this client too.
+	client.CheckRedirect = refuseRedirect
 	tlsConfig, err := sc.TLS.LoadTLSConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("tls: %w", err)
