@@ -252,6 +252,7 @@ func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serve
 		shard:   r.cfg.Shard,
 		journal: j,
 		convs:   make(map[string]*conversation),
+		seenIn:  make(map[string]uint64),
 		index:   r.sessions,
 		ended:   newRecentIDs(endedWindow),
 		// newSession starts a conversation in this process's generation,

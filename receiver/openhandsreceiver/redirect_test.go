@@ -59,25 +59,35 @@ func startRedirectTarget(t *testing.T) (*httptest.Server, *requestLog) {
 	return target, &got
 }
 
-// startRedirectingProxy stands in front of the stub and answers the
-// requests redirect picks with a redirect to target (same path), passing
-// the rest through (sockets included).
-func startRedirectingProxy(t *testing.T, stub *oh.Server, target string, code int, redirect func(*http.Request) bool) (*httptest.Server, *requestLog) {
+// startFront stands in front of the stub as a gateway under prefix would,
+// and records every request: intercept may answer one itself (a hostile
+// server's doing); the rest pass through to the stub, sockets included.
+func startFront(t *testing.T, stub *oh.Server, prefix string, intercept func(w http.ResponseWriter, r *http.Request) bool) (*httptest.Server, *requestLog) {
 	t.Helper()
 	stubURL, err := url.Parse(stub.URL())
 	require.NoError(t, err)
-	pass := httputil.NewSingleHostReverseProxy(stubURL)
+	pass := http.StripPrefix(prefix, httputil.NewSingleHostReverseProxy(stubURL))
 	var seen requestLog
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen.record(r)
-		if redirect(r) {
-			http.Redirect(w, r, target+r.URL.RequestURI(), code)
-			return
+		if !intercept(w, r) {
+			pass.ServeHTTP(w, r)
 		}
-		pass.ServeHTTP(w, r)
 	}))
 	t.Cleanup(front.Close)
 	return front, &seen
+}
+
+// redirectTo answers the requests that match with a redirect to target
+// (same path).
+func redirectTo(target string, code int, match func(*http.Request) bool) func(http.ResponseWriter, *http.Request) bool {
+	return func(w http.ResponseWriter, r *http.Request) bool {
+		if !match(r) {
+			return false
+		}
+		http.Redirect(w, r, target+r.URL.RequestURI(), code)
+		return true
+	}
 }
 
 // TestSearchRedirectIsRefused: a 302 on search never takes the session
@@ -86,9 +96,9 @@ func TestSearchRedirectIsRefused(t *testing.T) {
 	stub := startStub(t)
 	newConversation(t, stub)
 	target, reached := startRedirectTarget(t)
-	front, seen := startRedirectingProxy(t, stub, target.URL, http.StatusFound, func(r *http.Request) bool {
+	front, seen := startFront(t, stub, "", redirectTo(target.URL, http.StatusFound, func(r *http.Request) bool {
 		return r.URL.Path == "/api/conversations/search"
-	})
+	}))
 	cfg := fastConfig(socketSession, stub)
 	cfg.Servers[0].Endpoint = front.URL
 	h := startHarness(t, cfg)
@@ -111,9 +121,9 @@ func TestControlWriteRedirectIsRefused(t *testing.T) {
 	conv, err := stub.CreateConversation(oh.ConversationOptions{Status: oh.StatusRunning})
 	require.NoError(t, err)
 	target, reached := startRedirectTarget(t)
-	front, seen := startRedirectingProxy(t, stub, target.URL, http.StatusTemporaryRedirect, func(r *http.Request) bool {
+	front, seen := startFront(t, stub, "", redirectTo(target.URL, http.StatusTemporaryRedirect, func(r *http.Request) bool {
 		return r.Method == http.MethodPost
-	})
+	}))
 
 	gateID := component.MustNewID("openhandscontrol")
 	gateCfg := openhandscontrol.NewFactory().CreateDefaultConfig().(*openhandscontrol.Config)

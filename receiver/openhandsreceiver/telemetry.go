@@ -28,6 +28,7 @@ type telemetry struct {
 	batchesResent   metric.Int64Counter
 	restCatchUps    metric.Int64Counter
 	overflowed      metric.Int64Gauge
+	skippedItems    metric.Int64Counter
 }
 
 // eventCounts counts events by the value of one attribute with an atomic
@@ -88,7 +89,7 @@ func (c *eventCounts) observe(_ context.Context, o metric.Int64Observer) error {
 func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	m := set.MeterProvider.Meter(scopeName)
 	t := telemetry{vendorEvents: eventCounts{key: "kind"}, aepEvents: eventCounts{key: "type"}}
-	var errs [12]error
+	var errs [13]error
 	t.attached, errs[0] = m.Int64UpDownCounter("otelcol_openhands_conversations_attached",
 		metric.WithDescription("Conversations with an attached WebSocket."), metric.WithUnit("{conversation}"))
 	_, errs[1] = m.Int64ObservableCounter("otelcol_openhands_vendor_events",
@@ -119,6 +120,9 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	t.overflowed, errs[11] = m.Int64Gauge("otelcol_openhands_conversations_overflow",
 		metric.WithDescription("Listed conversations waiting for a socket because max_conversations are attached, by server."),
 		metric.WithUnit("{conversation}"))
+	t.skippedItems, errs[12] = m.Int64Counter("otelcol_openhands_search_items_skipped",
+		metric.WithDescription("Conversation search items skipped, by server and reason: malformed (not a ConversationInfo) or id (not a conversation id of the server's form)."),
+		metric.WithUnit("{item}"))
 	return &t, errors.Join(errs[:]...)
 }
 
@@ -141,6 +145,10 @@ func (t *telemetry) restCatchUp(ctx context.Context, outcome string) {
 
 func (t *telemetry) overflow(ctx context.Context, server string, waiting int) {
 	t.overflowed.Record(ctx, int64(waiting), metric.WithAttributes(attribute.String("server", server)))
+}
+
+func (t *telemetry) searchItemSkipped(ctx context.Context, server, reason string) {
+	t.skippedItems.Add(ctx, 1, metric.WithAttributes(attribute.String("server", server), attribute.String("reason", reason)))
 }
 
 func (t *telemetry) aepEvent(eventType string) {
