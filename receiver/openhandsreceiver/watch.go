@@ -283,10 +283,6 @@ func (w *serverWatch) restore(ctx context.Context) {
 				zap.String("conversation", s.id), zap.Error(s.err))
 			continue
 		}
-		if id, ok := canonicalConversationID(s.id); !ok || id != s.id {
-			w.logger.Error("a stored conversation id is not a conversation id of the server's form; not observed", zap.String("conversation", quoteID(s.id)))
-			continue
-		}
 		c, err := w.newSession(conversationInfo{ID: s.id}, &s.state, w)
 		if err != nil {
 			w.logger.Error("cannot restore conversation", zap.String("conversation", s.id), zap.Error(err))
