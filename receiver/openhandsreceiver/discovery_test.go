@@ -228,3 +228,40 @@ func TestTruncatedListingEndsNothing(t *testing.T) {
 	assert.Zero(t, count(h.session(b.ID()), "session.ended"))
 	h.validate()
 }
+
+// TestFailedRoundEndsNothing: a search page that is not JSON fails the
+// round: the conversations its earlier pages showed are observed, but no
+// known conversation is looked up or ended for being unlisted.
+func TestFailedRoundEndsNothing(t *testing.T) {
+	stub := startStub(t)
+	known := newConversation(t, stub)
+	var broken atomic.Bool
+	front, _ := startFront(t, stub, "", func(w http.ResponseWriter, r *http.Request) bool {
+		if !broken.Load() || r.URL.Path != "/api/conversations/search" || r.URL.Query().Get("page_id") == "" {
+			return false
+		}
+		_, _ = w.Write([]byte(`{"items": [<<garbage>>`))
+		return true
+	})
+	cfg := fastConfig(socketSession, stub)
+	cfg.Servers[0].Endpoint = front.URL
+	h := startHarness(t, cfg)
+	h.waitLive(known, 1)
+
+	// known is now on the second page, which is garbage.
+	broken.Store(true)
+	var newer []*oh.Conversation
+	for range 100 {
+		newer = append(newer, newConversation(t, stub))
+	}
+	for _, c := range newer {
+		waitSockets(t, c, 1)
+	}
+	require.Eventually(t, func() bool { return h.host.last() == componentstatus.StatusRecoverableError }, waitFor, tick)
+	time.Sleep(5 * cfg.PollInterval)
+	for _, r := range stub.Requests() {
+		assert.NotEqual(t, "/api/conversations/"+known.ID(), r.Path, "looked up after a failed round")
+	}
+	assert.Zero(t, count(h.session(known.ID()), "session.ended"))
+	assert.Equal(t, 1, known.Sockets())
+}
