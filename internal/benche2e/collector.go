@@ -35,6 +35,7 @@ func ourConfig(stubURL, key, relayURL, token, pprofAddr, metricsAddr string, bat
       - endpoint: %s
         session_api_key: %s
         name: stub
+        max_conversations: 100000 # -idle attaches past the default 1,000
     poll_interval: 1s
 processors:
   batch:

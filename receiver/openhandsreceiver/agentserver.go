@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -65,6 +66,14 @@ const (
 // the configured key is wrong, retrying will not help.
 var errAuthRejected = errors.New("agent server rejected the session API key")
 
+// errRedirectRefused answers every redirect: the agent server API never
+// redirects, and a followed redirect would carry the session key (and a
+// control write's text) to whatever host it names.
+var errRedirectRefused = errors.New("refused to follow a redirect: the agent server API never redirects, and following it would send the session API key elsewhere")
+
+// refuseRedirect is the CheckRedirect of every client that carries the key.
+func refuseRedirect(*http.Request, []*http.Request) error { return errRedirectRefused }
+
 // conversationInfo is the part of ConversationInfo the receiver reads.
 type conversationInfo struct {
 	ID              string `json:"id"`
@@ -73,9 +82,72 @@ type conversationInfo struct {
 	UpdatedAt       string `json:"updated_at"`
 }
 
+// searchItem is one ConversationInfo as served, decoded on its own so that
+// a bad item does not fail its page: info is usable when skip is "".
+type searchItem struct {
+	info conversationInfo
+	skip string // why the item is skipped: skipMalformed or skipID
+	err  error
+}
+
+// Reasons a search item is skipped (otelcol_openhands_search_items_skipped).
+const (
+	skipMalformed = "malformed" // not a ConversationInfo
+	skipID        = "id"        // an id not of the server's form
+)
+
+func (it *searchItem) UnmarshalJSON(data []byte) error {
+	if err := json.Unmarshal(data, &it.info); err != nil {
+		it.skip, it.err = skipMalformed, fmt.Errorf("not a ConversationInfo: %w", err)
+		return nil
+	}
+	id, ok := canonicalConversationID(it.info.ID)
+	if !ok {
+		it.skip, it.err = skipID, fmt.Errorf("id %s is not a conversation id (a UUID)", quoteID(it.info.ID))
+		return nil
+	}
+	it.info.ID = id
+	return nil
+}
+
+// canonicalConversationID accepts only the server's own id forms, a UUID
+// dashed (what ConversationInfo.id carries) or as 32 hex digits (what
+// its paging uses), and returns the dashed lowercase form, which is how
+// the server (Python's str(UUID)) spells it: the id becomes a path
+// segment of REST calls and of the socket URL, so nothing else may pass.
+func canonicalConversationID(id string) (string, bool) {
+	var digits string
+	switch len(id) {
+	case 36:
+		if id[8] != '-' || id[13] != '-' || id[18] != '-' || id[23] != '-' {
+			return "", false
+		}
+		digits = id[:8] + id[9:13] + id[14:18] + id[19:23] + id[24:]
+	case 32:
+		digits = id
+	default:
+		return "", false
+	}
+	digits = strings.ToLower(digits)
+	if strings.Trim(digits, "0123456789abcdef") != "" {
+		return "", false
+	}
+	return digits[:8] + "-" + digits[8:12] + "-" + digits[12:16] + "-" + digits[16:20] + "-" + digits[20:], true
+}
+
+// quoteID quotes a server-supplied id for a log line or an error, cut
+// short: a hostile server picks its length.
+func quoteID(id string) string {
+	const maxShown = 64
+	if len(id) > maxShown {
+		return strconv.Quote(id[:maxShown]) + "…"
+	}
+	return strconv.Quote(id)
+}
+
 type conversationPage struct {
-	Items      []conversationInfo `json:"items"`
-	NextPageID *string            `json:"next_page_id"`
+	Items      []searchItem `json:"items"`
+	NextPageID *string      `json:"next_page_id"`
 }
 
 type eventPage struct {
@@ -83,24 +155,44 @@ type eventPage struct {
 	NextPageID *string           `json:"next_page_id"`
 }
 
-// searchConversations pages GET /api/conversations/search to the end,
-// passing next_page_id back verbatim.
-func (s *agentServer) searchConversations(ctx context.Context) ([]conversationInfo, error) {
-	var all []conversationInfo
-	err := s.pages(ctx, "/api/conversations/search", url.Values{}, func(body []byte) (*string, error) {
+// searchConversations pages GET /api/conversations/search, most recently
+// updated first, passing next_page_id back verbatim and each page's items
+// to page, until the listing ends or page wants no more.
+func (s *agentServer) searchConversations(ctx context.Context, page func([]searchItem) (more bool)) error {
+	return s.pages(ctx, "/api/conversations/search", url.Values{"sort_order": {"UPDATED_AT_DESC"}}, func(body []byte) (*string, error) {
 		var p conversationPage
 		if err := json.Unmarshal(body, &p); err != nil {
 			return nil, fmt.Errorf("conversation search page is not a ConversationPage: %w", err)
 		}
-		for i, c := range p.Items {
-			if c.ID == "" {
-				return nil, fmt.Errorf("conversation search item %d has no id", i)
-			}
+		if !page(p.Items) {
+			return nil, nil
 		}
-		all = append(all, p.Items...)
 		return p.NextPageID, nil
 	})
-	return all, err
+}
+
+// errNotFound is the server's 404: for GET /api/conversations/{id}, the
+// conversation is gone.
+var errNotFound = errors.New("not found")
+
+// conversation reads one conversation's ConversationInfo by id.
+func (s *agentServer) conversation(ctx context.Context, id string) (conversationInfo, error) {
+	path := "/api/conversations/" + url.PathEscape(id)
+	body, err := s.get(ctx, path, url.Values{})
+	if err != nil {
+		return conversationInfo{}, err
+	}
+	var it searchItem
+	if err := json.Unmarshal(body, &it); err != nil {
+		return conversationInfo{}, fmt.Errorf("GET %s: not JSON: %w", path, err)
+	}
+	switch {
+	case it.err != nil:
+		return conversationInfo{}, fmt.Errorf("GET %s: %w", path, it.err)
+	case it.info.ID != id:
+		return conversationInfo{}, fmt.Errorf("GET %s: the answer is for conversation %s", path, quoteID(it.info.ID))
+	}
+	return it.info, nil
 }
 
 // storedEvent is one stored event read over REST by itself: raw when it
@@ -368,8 +460,11 @@ func (s *agentServer) do(ctx context.Context, path string, q url.Values) (*http.
 		return resp, nil
 	}
 	resp.Body.Close()
-	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+	switch resp.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden:
 		return nil, fmt.Errorf("GET %s: %s: %w", path, resp.Status, errAuthRejected)
+	case http.StatusNotFound:
+		return nil, fmt.Errorf("GET %s: %s: %w", path, resp.Status, errNotFound)
 	}
 	return nil, fmt.Errorf("GET %s: unexpected status %s", path, resp.Status)
 }

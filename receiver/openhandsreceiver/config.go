@@ -70,8 +70,9 @@ type ServerConfig struct {
 	// where the server has it, else events.
 	Socket string `mapstructure:"socket"`
 	// MaxConversations bounds the conversations attached at once (one
-	// socket each); 0 sizes it from the process's descriptor limit
-	// (connectionBudget). The rest wait for a slot.
+	// socket each); 0 is defaultMaxConversations, or the process's
+	// descriptor budget if smaller (connectionBudget). The rest wait for a
+	// slot.
 	MaxConversations int `mapstructure:"max_conversations"`
 }
 
@@ -101,7 +102,7 @@ func (cfg *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("servers[%d].socket: must be auto, events or session, got %q", i, s.Socket))
 		}
 		if s.MaxConversations < 0 {
-			errs = append(errs, fmt.Errorf("servers[%d].max_conversations: must not be negative (0 sizes it from the descriptor limit)", i))
+			errs = append(errs, fmt.Errorf("servers[%d].max_conversations: must not be negative (0 is the default, 1000 or the descriptor budget)", i))
 		}
 	}
 	errs = append(errs, configcheck.Check(

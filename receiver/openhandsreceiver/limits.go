@@ -16,10 +16,18 @@ const (
 	maxDescriptors = 1 << 20
 )
 
+// defaultMaxConversations is max_conversations when it is not set, unless
+// the descriptor budget is smaller. An agent server runs few conversations
+// at once (each drives an LLM loop and a sandbox), and one idle for
+// idle_detach gives its socket back; a thousand attached at once is far
+// past any we have seen, costs about 30 MB (README "Memory"), and bounds
+// what a server listing millions can make the receiver hold.
+const defaultMaxConversations = 1000
+
 // connectionBudget splits the descriptor limit nofile between servers:
 // each gets (nofile − 256) / servers descriptors, an eighth of them
 // (between 4 and 64) for REST connections and the rest for conversation
-// sockets, at least one.
+// sockets, at least one and at most defaultMaxConversations.
 func connectionBudget(nofile uint64, servers int) (conversations, rest int) {
 	nofile = min(nofile, maxDescriptors)
 	usable := int(nofile) - collectorReserve
@@ -28,7 +36,7 @@ func connectionBudget(nofile uint64, servers int) (conversations, rest int) {
 	}
 	perServer := usable / max(servers, 1)
 	rest = min(max(perServer/8, minRESTConns), maxRESTConns)
-	return max(perServer-rest, 1), rest
+	return min(max(perServer-rest, 1), defaultMaxConversations), rest
 }
 
 // fallbackDescriptors is assumed where the limit cannot be read.

@@ -63,9 +63,10 @@ func TestConnectionBudget(t *testing.T) {
 	}{
 		{1024, 1, 704, 64},           // (1024-256) = 768: 64 REST, 704 sockets
 		{1024, 4, 168, 24},           // 192 each: 24 REST, 168 sockets
-		{65536, 1, 65216, 64},        // REST capped at 64
+		{65536, 1, 1000, 64},         // REST capped at 64, sockets at the default 1,000
+		{20000, 40, 432, 61},         // (20000-256)/40 = 493: 61 REST, 432 sockets
 		{300, 1, 132, 18},            // a tiny limit keeps half: 150
-		{1 << 62, 2, 524096, 64},     // unlimited counts as 2^20
+		{1 << 62, 2, 1000, 64},       // unlimited counts as 2^20, the default caps it
 		{256, 1000, 1, minRESTConns}, // never zero
 	} {
 		conversations, rest := connectionBudget(tc.nofile, tc.servers)

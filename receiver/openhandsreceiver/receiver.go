@@ -186,6 +186,9 @@ func (r *openhandsReceiver) newAgentServer(ctx context.Context, host component.H
 	if client.Timeout == 0 {
 		client.Timeout = defaultServerTimeout // a hung server must not stall discovery
 	}
+	// Go strips only Authorization and Cookie across hosts, never
+	// X-Session-API-Key. The control gate writes with this client too.
+	client.CheckRedirect = refuseRedirect
 	tlsConfig, err := sc.TLS.LoadTLSConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("tls: %w", err)
@@ -270,6 +273,7 @@ func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serve
 		shard:   r.cfg.Shard,
 		journal: j,
 		convs:   make(map[string]*conversation),
+		seenIn:  make(map[string]uint64),
 		index:   r.sessions,
 		ended:   newRecentIDs(endedWindow),
 		// newSession starts a conversation in this process's generation,

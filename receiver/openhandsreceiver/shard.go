@@ -3,7 +3,6 @@ package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openha
 import (
 	"fmt"
 	"hash/fnv"
-	"strings"
 )
 
 // ShardConfig splits the conversations of every configured server across
@@ -43,17 +42,10 @@ func (s ShardConfig) owns(conversationID string) bool {
 // 32-digit hex id (the form the server's paging uses) is dashed first, so
 // both spellings of one conversation land on the same replica.
 func shardOf(conversationID string, count int) int {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(dashedID(conversationID)))
-	return int(h.Sum64() % uint64(count))
-}
-
-// dashedID is id lowercased, with the UUID dashes put back if it is 32
-// hex digits.
-func dashedID(id string) string {
-	id = strings.ToLower(id)
-	if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
-		return id
+	if id, ok := canonicalConversationID(conversationID); ok {
+		conversationID = id
 	}
-	return id[:8] + "-" + id[8:12] + "-" + id[12:16] + "-" + id[16:20] + "-" + id[20:]
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(conversationID))
+	return int(h.Sum64() % uint64(count))
 }

@@ -31,6 +31,7 @@ type telemetry struct {
 	refused         metric.Int64Counter
 	numbersAsText   metric.Int64Counter
 	stalls          metric.Int64Counter
+	skippedItems    metric.Int64Counter
 	// frameBytesInFlight is what the frame budget has lent out.
 	frameBytesInFlight atomic.Int64
 }
@@ -93,7 +94,7 @@ func (c *eventCounts) observe(_ context.Context, o metric.Int64Observer) error {
 func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	m := set.MeterProvider.Meter(scopeName)
 	t := telemetry{vendorEvents: eventCounts{key: "kind"}, aepEvents: eventCounts{key: "type"}}
-	var errs [16]error
+	var errs [17]error
 	t.attached, errs[0] = m.Int64UpDownCounter("otelcol_openhands_conversations_attached",
 		metric.WithDescription("Conversations with an attached WebSocket."), metric.WithUnit("{conversation}"))
 	_, errs[1] = m.Int64ObservableCounter("otelcol_openhands_vendor_events",
@@ -139,6 +140,9 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 			o.Observe(t.frameBytesInFlight.Load())
 			return nil
 		}))
+	t.skippedItems, errs[16] = m.Int64Counter("otelcol_openhands_search_items_skipped",
+		metric.WithDescription("Conversation search items skipped, by server and reason: malformed (not a ConversationInfo) or id (not a conversation id of the server's form)."),
+		metric.WithUnit("{item}"))
 	return &t, errors.Join(errs[:]...)
 }
 
@@ -165,6 +169,10 @@ func (t *telemetry) restCatchUp(ctx context.Context, outcome string) {
 
 func (t *telemetry) overflow(ctx context.Context, server string, waiting int) {
 	t.overflowed.Record(ctx, int64(waiting), metric.WithAttributes(attribute.String("server", server)))
+}
+
+func (t *telemetry) searchItemSkipped(ctx context.Context, server, reason string) {
+	t.skippedItems.Add(ctx, 1, metric.WithAttributes(attribute.String("server", server), attribute.String("reason", reason)))
 }
 
 func (t *telemetry) aepEvent(eventType string) {

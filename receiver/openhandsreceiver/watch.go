@@ -39,6 +39,10 @@ type serverWatch struct {
 	// ended remembers conversations whose session ended, so that one seen
 	// again is not given a second session.started / session.ended.
 	ended *recentIDs
+	// round counts discovery rounds; seenIn is the last round in which the
+	// server showed each known conversation (listed, or answered by id).
+	round  uint64
+	seenIn map[string]uint64
 }
 
 func (w *serverWatch) run(ctx context.Context) {
@@ -56,36 +60,102 @@ func (w *serverWatch) run(ctx context.Context) {
 	}
 }
 
-// poll runs one discovery round. Only a complete, successful search may end
-// sessions: a failed or partial one changes nothing.
+// poll runs one discovery round. Search lists conversations most recently
+// updated first and stops paging once max_conversations of them hold or
+// want a socket, so a server listing millions costs a few pages. A known
+// conversation the round did not list may be past that cut, or skipped
+// between pages (the sort key moves), so its absence proves nothing: it is
+// looked up by id (confirmUnlisted), and only the server's word that it is
+// gone (404, or status deleting) ends its session. A failed round ends
+// nothing; what its pages did show is taken in.
 func (w *serverWatch) poll(ctx context.Context) {
-	infos, err := w.api.searchConversations(ctx)
-	if ctx.Err() != nil {
+	w.round++
+	listed := make(map[string]bool)
+	var waiting []conversationInfo
+	room := w.maxConversations
+	err := w.api.searchConversations(ctx, func(items []searchItem) bool {
+		for _, item := range items {
+			if item.err != nil {
+				w.skipItem(ctx, item)
+				continue
+			}
+			info := item.info
+			if listed[info.ID] || !w.shard.owns(info.ID) {
+				continue // a server that lists one id twice; another replica's
+			}
+			listed[info.ID] = true
+			w.seen(info.ID)
+			wants := w.observe(ctx, info)
+			if wants {
+				waiting = append(waiting, info)
+			}
+			if c, known := w.convs[info.ID]; wants || known && c.attached() {
+				room--
+			}
+		}
+		return room > 0
+	})
+	switch {
+	case ctx.Err() != nil:
 		return
-	}
-	if err != nil {
+	case err != nil:
 		w.health(w.api.name, healthSearch, err)
 		w.rl.Error("search", "conversation search failed", zap.Error(err))
-		return
-	}
-	w.health(w.api.name, healthSearch, nil)
-	listed := make(map[string]bool, len(infos))
-	var waiting []conversationInfo
-	for _, info := range infos {
-		if listed[info.ID] || !w.shard.owns(info.ID) {
-			continue // a server that lists one id twice; another replica's
-		}
-		listed[info.ID] = true
-		if w.observe(ctx, info) {
-			waiting = append(waiting, info)
-		}
-	}
-	for id, c := range w.convs {
-		if !listed[id] {
-			w.endSession(ctx, c)
-		}
+	default:
+		w.health(w.api.name, healthSearch, nil)
+		waiting = append(waiting, w.confirmUnlisted(ctx, listed)...)
 	}
 	w.attachWaiting(ctx, waiting)
+}
+
+// skipItem reports a search item that cannot be taken in; the rest of its
+// page is.
+func (w *serverWatch) skipItem(ctx context.Context, item searchItem) {
+	w.tel.searchItemSkipped(ctx, w.api.name, item.skip)
+	w.rl.Warn("search-item:"+item.skip, "skipped a conversation search item; the others are observed",
+		zap.String("reason", item.skip), zap.Error(item.err))
+}
+
+// confirmsPerPoll bounds the lookups by id of one round: a server with
+// more conversations than max_conversations keeps some known ones out of
+// every listing, and each is looked up in turn, the longest unseen first.
+const confirmsPerPoll = 10
+
+// confirmUnlisted looks up by id the known conversations this round did
+// not list (at most confirmsPerPoll): a 404 ends the session; an answer is
+// observed as if listed; a failure changes nothing. It returns those that
+// want a socket.
+func (w *serverWatch) confirmUnlisted(ctx context.Context, listed map[string]bool) (waiting []conversationInfo) {
+	var unlisted []*conversation
+	for id, c := range w.convs {
+		if !listed[id] {
+			unlisted = append(unlisted, c)
+		}
+	}
+	slices.SortFunc(unlisted, func(a, b *conversation) int { return cmp.Compare(w.seenIn[a.id], w.seenIn[b.id]) })
+	for _, c := range unlisted[:min(len(unlisted), confirmsPerPoll)] {
+		info, err := w.api.conversation(ctx, c.id)
+		switch {
+		case errors.Is(err, errNotFound):
+			w.endSession(ctx, c)
+		case err != nil:
+			w.rl.Warn("lookup", "cannot look up a conversation search did not list; it stays observed",
+				zap.String("conversation", c.id), zap.Error(err))
+		default:
+			w.seen(c.id)
+			if w.observe(ctx, info) {
+				waiting = append(waiting, info)
+			}
+		}
+	}
+	return waiting
+}
+
+// seen notes that the server showed the conversation this round.
+func (w *serverWatch) seen(id string) {
+	if _, known := w.convs[id]; known {
+		w.seenIn[id] = w.round
+	}
 }
 
 // observe takes in what search shows of one conversation and reports
@@ -184,6 +254,7 @@ func moved(before, now conversationInfo) bool {
 func (w *serverWatch) endSession(ctx context.Context, c *conversation) {
 	c.end(ctx)
 	delete(w.convs, c.id)
+	delete(w.seenIn, c.id)
 	w.index.remove(c)
 	w.ended.add(c.id)
 }
