@@ -1,0 +1,376 @@
+package aepfileexporter // import "github.com/otelcol-openhands/otelcol-openhands/exporter/aepfileexporter"
+
+import (
+	"bytes"
+	"container/list"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+)
+
+// fileKey names one session log: an agent-scoped event (no session) goes
+// to the agent's own log.
+type fileKey struct{ agent, session string }
+
+func keyOf(ev *aep.Event) fileKey { return fileKey{agent: ev.Agent, session: ev.Session} }
+
+// sessionEnded is the type that ends a session: its log is closed once
+// ended_grace has passed.
+const sessionEnded = "session.ended"
+
+// writerConfig is what the file writer needs of Config, parsed.
+type writerConfig struct {
+	directory         string
+	fileMode, dirMode fs.FileMode
+	maxOpen           int
+	dedupWindow       int
+	// sync makes a file's lines durable before it is closed (any policy
+	// but none), and makes a created entry durable in its directory.
+	sync bool
+}
+
+// sessionLog is one open session log: the descriptor of its current
+// segment and what it remembers of it.
+type sessionLog struct {
+	key       fileKey
+	dir, stem string
+	segment   int
+	f         *os.File
+	// size is the segment's length, which always ends a complete line.
+	size int64
+	// dirty: lines were written since the last sync.
+	dirty bool
+	seen  *dedup
+	// endedAt is when the session's session.ended was written; zero
+	// until then.
+	endedAt time.Time
+	elem    *list.Element
+}
+
+func (l *sessionLog) path() string { return filepath.Join(l.dir, segmentName(l.stem, l.segment)) }
+
+// logWriter appends events to session logs, holding at most maxOpen of
+// them open. It is safe for concurrent use.
+type logWriter struct {
+	cfg    writerConfig
+	logger *zap.Logger
+
+	mu   sync.Mutex
+	logs map[fileKey]*sessionLog
+	// lru orders the open logs, most recently written first.
+	lru *list.List
+	// dirs are the directories known to exist.
+	dirs map[string]struct{}
+	// unsyncedDirs gained an entry since the last sync (sync only).
+	unsyncedDirs map[string]struct{}
+}
+
+func newLogWriter(cfg writerConfig, logger *zap.Logger) *logWriter {
+	return &logWriter{
+		cfg: cfg, logger: logger,
+		logs: make(map[fileKey]*sessionLog), lru: list.New(),
+		dirs: make(map[string]struct{}), unsyncedDirs: make(map[string]struct{}),
+	}
+}
+
+// write appends ev's line to its session log, in one write(2), unless the
+// log already holds its (source, id): written is false for a redelivery.
+// A failed write leaves the file as it was.
+func (w *logWriter) write(ev *aep.Event, raw []byte, now time.Time) (written bool, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	l, err := w.open(keyOf(ev), now)
+	if err != nil {
+		return false, err
+	}
+	key := dedupKey(ev.Source, ev.ID)
+	if l.seen.has(key) {
+		return false, nil
+	}
+	line := append(raw[:len(raw):len(raw)], '\n')
+	n, err := l.f.Write(line)
+	if err != nil {
+		// A short write would leave a torn line for the next one to
+		// glue onto: cut the file back to its last complete line.
+		if n > 0 {
+			err = errors.Join(err, l.f.Truncate(l.size))
+		}
+		return false, fmt.Errorf("write %s: %w", l.path(), err)
+	}
+	l.size += int64(n)
+	l.dirty = true
+	l.seen.add(key)
+	if ev.Type == sessionEnded {
+		l.endedAt = now
+	}
+	return true, nil
+}
+
+// open returns key's open log, opening it (and closing the least recently
+// written one past the bound) if need be.
+func (w *logWriter) open(key fileKey, now time.Time) (*sessionLog, error) {
+	if l, ok := w.logs[key]; ok {
+		w.lru.MoveToFront(l.elem)
+		return l, nil
+	}
+	if len(w.logs) >= w.cfg.maxOpen {
+		if err := w.close(w.lru.Back().Value.(*sessionLog)); err != nil {
+			return nil, err
+		}
+	}
+	l := &sessionLog{key: key, seen: newDedup(w.cfg.dedupWindow)}
+	// An agent-scoped log sits beside its agent's directory, as
+	// {directory}/{agent}.jsonl; a session's inside it.
+	l.dir, l.stem = w.cfg.directory, escapeName(key.agent)
+	if key.session != "" {
+		l.dir, l.stem = filepath.Join(w.cfg.directory, l.stem), escapeName(key.session)
+	}
+	if err := w.mkdir(w.cfg.directory); err != nil {
+		return nil, err
+	}
+	if err := w.mkdir(l.dir); err != nil {
+		return nil, err
+	}
+	segment, err := lastSegment(l.dir, l.stem)
+	if err != nil {
+		return nil, err
+	}
+	l.segment = segment
+	if err := w.openSegment(l); err != nil {
+		return nil, err
+	}
+	ended, err := l.seen.recoverTail(l.f, l.size)
+	if err != nil {
+		l.f.Close()
+		return nil, fmt.Errorf("read the tail of %s: %w", l.path(), err)
+	}
+	if ended {
+		l.endedAt = now // a late redelivery: close it again after the grace
+	}
+	w.logs[key] = l
+	l.elem = w.lru.PushFront(l)
+	return l, nil
+}
+
+// openSegment opens l's current segment for appending, creating it with
+// the configured mode, and cuts a torn last line a crash left.
+func (w *logWriter) openSegment(l *sessionLog) error {
+	path := l.path()
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, w.cfg.fileMode)
+	created := err == nil
+	if errors.Is(err, fs.ErrExist) {
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	}
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			delete(w.dirs, l.dir) // removed behind our back: make it again next time
+		}
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	size, err := w.prepare(f, path, created)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	if created && w.cfg.sync {
+		w.unsyncedDirs[l.dir] = struct{}{}
+	}
+	l.f, l.size, l.dirty = f, size, false
+	return nil
+}
+
+// prepare sets a created file's mode whatever the umask, or checks an
+// existing one and cuts its torn last line; it returns the file's size.
+func (w *logWriter) prepare(f *os.File, path string, created bool) (int64, error) {
+	if created {
+		return 0, f.Chmod(w.cfg.fileMode)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if !st.Mode().IsRegular() {
+		return 0, fmt.Errorf("%s is not a regular file", path)
+	}
+	end, err := lastLineEnd(f, st.Size())
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", path, err)
+	}
+	if end < st.Size() {
+		w.logger.Warn("cutting a torn last line a crash left in an AEP session log; its event is redelivered",
+			zap.String("path", path), zap.Int64("bytes", st.Size()-end))
+		if err := f.Truncate(end); err != nil {
+			return 0, fmt.Errorf("truncate %s: %w", path, err)
+		}
+	}
+	return end, nil
+}
+
+// lastLineEnd is the offset just past f's last '\n', 0 if it has none.
+func lastLineEnd(f *os.File, size int64) (int64, error) {
+	buf := make([]byte, min(size, tailChunk))
+	for end := size; end > 0; {
+		n := min(end, int64(len(buf)))
+		if _, err := f.ReadAt(buf[:n], end-n); err != nil && err != io.EOF {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return end - n + int64(i) + 1, nil
+		}
+		end -= n
+	}
+	return 0, nil
+}
+
+// lastSegment is the segment to append to: the last one if it is still
+// plain, the one after it if that one is compressed, 0 for a new log.
+func lastSegment(dir, stem string) (int, error) {
+	next := 0
+	for ; ; next++ {
+		plain := filepath.Join(dir, segmentName(stem, next))
+		_, err := os.Lstat(plain)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return 0, err
+		}
+		if _, err := os.Lstat(plain + ".gz"); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				break
+			}
+			return 0, err
+		}
+	}
+	if next > 0 {
+		if _, err := os.Lstat(filepath.Join(dir, segmentName(stem, next-1))); err == nil {
+			return next - 1, nil
+		}
+	}
+	return next, nil
+}
+
+// mkdir makes dir with the configured mode if it is missing; the root is
+// made with its parents.
+func (w *logWriter) mkdir(dir string) error {
+	if _, ok := w.dirs[dir]; ok {
+		return nil
+	}
+	err := os.Mkdir(dir, w.cfg.dirMode)
+	if errors.Is(err, fs.ErrNotExist) && dir == w.cfg.directory {
+		err = os.MkdirAll(dir, w.cfg.dirMode)
+	}
+	switch {
+	case err == nil:
+		if err := os.Chmod(dir, w.cfg.dirMode); err != nil {
+			return fmt.Errorf("chmod %s: %w", dir, err)
+		}
+		if w.cfg.sync {
+			w.unsyncedDirs[filepath.Dir(dir)] = struct{}{}
+		}
+	case errors.Is(err, fs.ErrExist):
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return fmt.Errorf("%s is not a directory", dir)
+		}
+	default:
+		return fmt.Errorf("create directory %s: %w", dir, err)
+	}
+	w.dirs[dir] = struct{}{}
+	return nil
+}
+
+// close syncs (when configured) and closes l; it leaves the table even if
+// that fails, so the bound holds.
+func (w *logWriter) close(l *sessionLog) error {
+	var err error
+	if w.cfg.sync && l.dirty {
+		err = l.f.Sync()
+	}
+	err = errors.Join(err, l.f.Close())
+	delete(w.logs, l.key)
+	w.lru.Remove(l.elem)
+	if err != nil {
+		return fmt.Errorf("close %s: %w", l.path(), err)
+	}
+	return nil
+}
+
+// sync makes every line written so far, and every entry created, durable.
+func (w *logWriter) sync() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var errs []error
+	for _, l := range w.logs {
+		if !l.dirty {
+			continue
+		}
+		if err := l.f.Sync(); err != nil {
+			errs = append(errs, fmt.Errorf("fsync %s: %w", l.path(), err))
+			continue
+		}
+		l.dirty = false
+	}
+	for dir := range w.unsyncedDirs {
+		if err := syncDir(dir); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		delete(w.unsyncedDirs, dir)
+	}
+	return errors.Join(errs...)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("fsync %s: %w", dir, err)
+	}
+	err = d.Sync()
+	if closeErr := d.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		return fmt.Errorf("fsync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// closeEnded closes the logs whose session ended at least grace ago.
+func (w *logWriter) closeEnded(now time.Time, grace time.Duration) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var errs []error
+	for _, l := range w.logs {
+		if !l.endedAt.IsZero() && now.Sub(l.endedAt) >= grace {
+			errs = append(errs, w.close(l))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// closeAll closes every open log.
+func (w *logWriter) closeAll() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var errs []error
+	for _, l := range w.logs {
+		errs = append(errs, w.close(l))
+	}
+	return errors.Join(errs...)
+}
+
+// openLogs is the number of open session logs.
+func (w *logWriter) openLogs() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.logs)
+}
