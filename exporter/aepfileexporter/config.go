@@ -62,6 +62,16 @@ type Config struct {
 	// MaxCapture, when set, down-levels every event above it before it is
 	// written (AEP-0001 §8.2).
 	MaxCapture aep.Capture `mapstructure:"max_capture"`
+	// RotateBytes, when positive, continues a session's log in its next
+	// segment ({session}.1.jsonl, …) before a line would take the current
+	// one past this size.
+	RotateBytes int64 `mapstructure:"rotate_bytes"`
+	// MaxAge, when positive, deletes the logs whose files were all left
+	// untouched this long; an open log is never deleted.
+	MaxAge time.Duration `mapstructure:"max_age"`
+	// CompressEnded gzips an ended session's segments once its log is
+	// closed.
+	CompressEnded bool `mapstructure:"compress_ended"`
 
 	_ struct{}
 }
@@ -96,6 +106,12 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.DedupWindow < 0 {
 		errs = append(errs, fmt.Errorf("dedup_window: must not be negative, got %d", cfg.DedupWindow))
+	}
+	if cfg.RotateBytes < 0 {
+		errs = append(errs, fmt.Errorf("rotate_bytes: must not be negative, got %d", cfg.RotateBytes))
+	}
+	if cfg.MaxAge < 0 {
+		errs = append(errs, errors.New("max_age: must not be negative"))
 	}
 	if cfg.MaxCapture != "" && cfg.MaxCapture.Rank() < 0 {
 		errs = append(errs, fmt.Errorf("max_capture: unknown level %q (want none, metadata, redacted or full)", cfg.MaxCapture))

@@ -37,6 +37,9 @@ func TestLoadConfig(t *testing.T) {
 				cfg.EndedGrace = 10 * time.Second
 				cfg.DedupWindow = 256
 				cfg.MaxCapture = aep.CaptureMetadata
+				cfg.RotateBytes = 100 << 20
+				cfg.MaxAge = 720 * time.Hour
+				cfg.CompressEnded = true
 				cfg.Timeout = 10 * time.Second
 				queue := cfg.QueueConfig.Get()
 				queue.QueueSize = 5000
@@ -80,6 +83,8 @@ func TestConfigValidate(t *testing.T) {
 		{"max_open_files_zero", func(c *Config) { c.MaxOpenFiles = 0 }, "max_open_files: must be at least 1, got 0"},
 		{"ended_grace_negative", func(c *Config) { c.EndedGrace = -time.Second }, "ended_grace: must not be negative"},
 		{"dedup_window_negative", func(c *Config) { c.DedupWindow = -1 }, "dedup_window: must not be negative, got -1"},
+		{"rotate_bytes_negative", func(c *Config) { c.RotateBytes = -1 }, "rotate_bytes: must not be negative, got -1"},
+		{"max_age_negative", func(c *Config) { c.MaxAge = -time.Hour }, "max_age: must not be negative"},
 		{"max_capture_unknown", func(c *Config) { c.MaxCapture = "secret" }, `max_capture: unknown level "secret"`},
 		{"timeout_zero", func(c *Config) { c.Timeout = 0 }, "timeout: must be positive"},
 		{"num_consumers_zero", func(c *Config) { c.QueueConfig.Get().NumConsumers = 0 }, "sending_queue: `num_consumers` must be positive"},

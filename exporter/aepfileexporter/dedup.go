@@ -2,8 +2,11 @@ package aepfileexporter // import "github.com/otelcol-openhands/otelcol-openhand
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 )
 
@@ -48,31 +51,10 @@ func (d *dedup) add(key string) {
 // recover the keys of its last lines.
 const tailChunk = 64 << 10
 
-// recoverTail adds to d the keys of f's last d.limit lines, oldest first,
-// and reports whether one of them is a session.ended; size is f's length,
-// which ends with a complete line. A line that is not an event (a file
+// recover adds to d the keys of lines, oldest first, and reports whether
+// one of them is a session.ended. A line that is not an event (a file
 // someone else wrote to) is passed over.
-func (d *dedup) recoverTail(f *os.File, size int64) (ended bool, err error) {
-	if d.limit == 0 || size == 0 {
-		return false, nil
-	}
-	var tail []byte
-	start := size
-	// Read until the tail holds limit lines after a line break, or all of f.
-	for start > 0 && bytes.Count(tail, []byte{'\n'}) <= d.limit {
-		n := min(start, tailChunk)
-		start -= n
-		chunk := make([]byte, n, int(n)+len(tail))
-		if _, err := f.ReadAt(chunk, start); err != nil && err != io.EOF {
-			return false, err
-		}
-		tail = append(chunk, tail...)
-	}
-	lines := bytes.Split(bytes.TrimSuffix(tail, []byte{'\n'}), []byte{'\n'})
-	if start > 0 {
-		lines = lines[1:] // the first may be the end of a line
-	}
-	lines = lines[max(0, len(lines)-d.limit):]
+func (d *dedup) recover(lines [][]byte) (ended bool) {
 	for _, line := range lines {
 		var ev struct {
 			Source string `json:"source"`
@@ -84,5 +66,74 @@ func (d *dedup) recoverTail(f *os.File, size int64) (ended bool, err error) {
 			ended = ended || ev.Type == sessionEnded
 		}
 	}
-	return ended, nil
+	return ended
+}
+
+// lastLines returns up to n of the last lines of r, whose size bytes end
+// with a complete line, reading back from the end a chunk at a time.
+func lastLines(r io.ReaderAt, size int64, n int) ([][]byte, error) {
+	if n <= 0 || size == 0 {
+		return nil, nil
+	}
+	var tail []byte
+	start := size
+	for start > 0 && bytes.Count(tail, []byte{'\n'}) <= n {
+		chunk := min(start, tailChunk)
+		start -= chunk
+		buf := make([]byte, chunk, int(chunk)+len(tail))
+		if _, err := r.ReadAt(buf, start); err != nil && err != io.EOF {
+			return nil, err
+		}
+		tail = append(buf, tail...)
+	}
+	lines := bytes.Split(bytes.TrimSuffix(tail, []byte{'\n'}), []byte{'\n'})
+	if start > 0 {
+		lines = lines[1:] // the first may be the end of a line
+	}
+	return lines[max(0, len(lines)-n):], nil
+}
+
+// segmentLines returns up to n of the last lines of a closed segment,
+// plain or gzipped; none if it is gone.
+func segmentLines(path string, n int) ([][]byte, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return gzipLines(path+".gz", n)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	end, err := lastLineEnd(f, st.Size())
+	if err != nil {
+		return nil, err
+	}
+	return lastLines(f, end, n)
+}
+
+// gzipLines returns up to n of the last complete lines of a gzipped
+// segment; none if it is gone.
+func gzipLines(path string, n int) ([][]byte, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, err
+	}
+	raw = raw[:bytes.LastIndexByte(raw, '\n')+1]
+	return lastLines(bytes.NewReader(raw), int64(len(raw)), n)
 }

@@ -22,7 +22,7 @@ func TestDedupForgetsTheOldestPastItsLimit(t *testing.T) {
 	assert.Len(t, d.keys, 2)
 }
 
-func TestRecoverTail(t *testing.T) {
+func TestRecoverFromLastLines(t *testing.T) {
 	line := func(id, typ string) string {
 		return `{"aep":"0.1","id":"` + id + `","type":"` + typ + `","source":"aep://h/agent/a/session/s"}` + "\n"
 	}
@@ -47,10 +47,10 @@ func TestRecoverTail(t *testing.T) {
 			f, err := os.Open(path)
 			require.NoError(t, err)
 			defer f.Close()
-			d := newDedup(tt.limit)
-			ended, err := d.recoverTail(f, int64(len(tt.content)))
+			lines, err := lastLines(f, int64(len(tt.content)), tt.limit)
 			require.NoError(t, err)
-			assert.Equal(t, tt.wantEnded, ended)
+			d := newDedup(tt.limit)
+			assert.Equal(t, tt.wantEnded, d.recover(lines))
 			var got []string
 			for _, key := range d.ring {
 				got = append(got, strings.TrimPrefix(key, "aep://h/agent/a/session/s\x00"))

@@ -62,7 +62,8 @@ func newFileExporter(cfg *Config, set exporter.Settings) (*fileExporter, error) 
 	w := newLogWriter(writerConfig{
 		directory: directory, fileMode: fileMode, dirMode: dirMode,
 		maxOpen: cfg.MaxOpenFiles, dedupWindow: cfg.DedupWindow,
-		sync: cfg.Fsync != FsyncNone,
+		sync:        cfg.Fsync != FsyncNone,
+		rotateBytes: cfg.RotateBytes, compressEnded: cfg.CompressEnded,
 	}, set.Logger)
 	tel, err := newTelemetry(set.TelemetrySettings, w.openLogs)
 	if err != nil {
@@ -104,17 +105,21 @@ func (e *fileExporter) shutdown(context.Context) error {
 	return errors.Join(err, e.writer.closeAll())
 }
 
-// housekeep syncs on the interval policy and closes ended sessions' logs
-// once their grace is over.
+// housekeep syncs on the interval policy, closes (and compresses) ended
+// sessions' logs once their grace is over, and deletes logs past max_age.
 func (e *fileExporter) housekeep() {
 	defer e.done.Done()
+	ctx := context.Background()
 	period := min(housekeepingPeriod, max(e.cfg.EndedGrace, time.Millisecond))
 	if e.cfg.Fsync == FsyncInterval {
 		period = min(period, e.cfg.FsyncInterval)
 	}
+	// A sweep reads every directory: once per max_age, at most once a
+	// minute.
+	sweepEvery := min(e.cfg.MaxAge, time.Minute)
 	ticker := time.NewTicker(period)
 	defer ticker.Stop()
-	lastSync := e.now()
+	lastSync, lastSweep := e.now(), e.now()
 	for {
 		select {
 		case <-e.stop:
@@ -124,10 +129,25 @@ func (e *fileExporter) housekeep() {
 		now := e.now()
 		if e.cfg.Fsync == FsyncInterval && now.Sub(lastSync) >= e.cfg.FsyncInterval {
 			lastSync = now
-			e.failed(context.Background(), "fsync", e.writer.sync())
+			e.failed(ctx, "fsync", e.writer.sync())
 		}
-		e.failed(context.Background(), "close", e.writer.closeEnded(now, e.cfg.EndedGrace))
+		e.failed(ctx, "close", e.writer.closeEnded(now, e.cfg.EndedGrace))
+		if e.cfg.MaxAge > 0 && now.Sub(lastSweep) >= sweepEvery {
+			lastSweep = now
+			removed, err := e.writer.removeUntouched(now, e.cfg.MaxAge)
+			e.tel.filesDeleted.Add(ctx, int64(removed))
+			e.failed(ctx, "delete", err)
+		}
+		e.countSegments(ctx)
 	}
+}
+
+// countSegments passes the writer's rotations and compressions on to the
+// metrics.
+func (e *fileExporter) countSegments(ctx context.Context) {
+	rotated, compressed := e.writer.takeCounts()
+	e.tel.filesRotated.Add(ctx, int64(rotated))
+	e.tel.filesCompressed.Add(ctx, int64(compressed))
 }
 
 // pushLogs appends one push's AEP events to their session logs, in record
@@ -190,6 +210,7 @@ func (e *fileExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 			return fmt.Errorf("aepfile: %w", errors.Join(append(errs, err)...))
 		}
 	}
+	e.countSegments(ctx)
 	if len(errs) == 0 {
 		e.report(componentstatus.NewEvent(componentstatus.StatusOK))
 		return nil

@@ -36,6 +36,11 @@ type writerConfig struct {
 	// sync makes a file's lines durable before it is closed (any policy
 	// but none), and makes a created entry durable in its directory.
 	sync bool
+	// rotateBytes, when positive, starts a log's next segment before a
+	// line would take the current one past it.
+	rotateBytes int64
+	// compressEnded gzips an ended session's segments once it is closed.
+	compressEnded bool
 }
 
 // sessionLog is one open session log: the descriptor of its current
@@ -72,6 +77,8 @@ type logWriter struct {
 	dirs map[string]struct{}
 	// unsyncedDirs gained an entry since the last sync (sync only).
 	unsyncedDirs map[string]struct{}
+	// rotated and compressed count segments since the last takeCounts.
+	rotated, compressed int
 }
 
 func newLogWriter(cfg writerConfig, logger *zap.Logger) *logWriter {
@@ -97,6 +104,11 @@ func (w *logWriter) write(ev *aep.Event, raw []byte, now time.Time) (written boo
 		return false, nil
 	}
 	line := append(raw[:len(raw):len(raw)], '\n')
+	if w.cfg.rotateBytes > 0 && l.size > 0 && l.size+int64(len(line)) > w.cfg.rotateBytes {
+		if err := w.rotate(l); err != nil {
+			return false, err
+		}
+	}
 	n, err := l.f.Write(line)
 	if err != nil {
 		// A short write would leave a torn line for the next one to
@@ -148,10 +160,10 @@ func (w *logWriter) open(key fileKey, now time.Time) (*sessionLog, error) {
 	if err := w.openSegment(l); err != nil {
 		return nil, err
 	}
-	ended, err := l.seen.recoverTail(l.f, l.size)
+	ended, err := w.recoverSeen(l)
 	if err != nil {
 		l.f.Close()
-		return nil, fmt.Errorf("read the tail of %s: %w", l.path(), err)
+		return nil, err
 	}
 	if ended {
 		l.endedAt = now // a late redelivery: close it again after the grace
@@ -159,6 +171,25 @@ func (w *logWriter) open(key fileKey, now time.Time) (*sessionLog, error) {
 	w.logs[key] = l
 	l.elem = w.lru.PushFront(l)
 	return l, nil
+}
+
+// recoverSeen fills l's dedup window from the last lines of its
+// segments, the current one and then, while the window has room, those
+// before it, and reports whether the session had ended.
+func (w *logWriter) recoverSeen(l *sessionLog) (ended bool, err error) {
+	lines, err := lastLines(l.f, l.size, w.cfg.dedupWindow)
+	if err != nil {
+		return false, fmt.Errorf("read the tail of %s: %w", l.path(), err)
+	}
+	for n := l.segment - 1; n >= 0 && len(lines) < w.cfg.dedupWindow; n-- {
+		path := filepath.Join(l.dir, segmentName(l.stem, n))
+		earlier, err := segmentLines(path, w.cfg.dedupWindow-len(lines))
+		if err != nil {
+			return false, fmt.Errorf("read the tail of %s: %w", path, err)
+		}
+		lines = append(earlier, lines...)
+	}
+	return l.seen.recover(lines), nil
 }
 
 // openSegment opens l's current segment for appending, creating it with
@@ -304,6 +335,29 @@ func (w *logWriter) close(l *sessionLog) error {
 	return nil
 }
 
+// rotate closes l's current segment and continues l in the next one; what
+// l remembers of its lines goes on with it.
+func (w *logWriter) rotate(l *sessionLog) error {
+	previous := l.path()
+	var err error
+	if w.cfg.sync && l.dirty {
+		err = l.f.Sync()
+	}
+	if err = errors.Join(err, l.f.Close()); err != nil {
+		err = fmt.Errorf("close %s: %w", previous, err)
+	}
+	l.segment++
+	w.rotated++
+	if openErr := w.openSegment(l); openErr != nil {
+		// l holds no descriptor now: forget it; opening it again finds
+		// its last segment.
+		delete(w.logs, l.key)
+		w.lru.Remove(l.elem)
+		return errors.Join(err, openErr)
+	}
+	return err
+}
+
 // sync makes every line written so far, and every entry created, durable.
 func (w *logWriter) sync() error {
 	w.mu.Lock()
@@ -344,14 +398,22 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// closeEnded closes the logs whose session ended at least grace ago.
+// closeEnded closes the logs whose session ended at least grace ago, and
+// compresses their segments when configured.
 func (w *logWriter) closeEnded(now time.Time, grace time.Duration) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var errs []error
 	for _, l := range w.logs {
-		if !l.endedAt.IsZero() && now.Sub(l.endedAt) >= grace {
-			errs = append(errs, w.close(l))
+		if l.endedAt.IsZero() || now.Sub(l.endedAt) < grace {
+			continue
+		}
+		if err := w.close(l); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if w.cfg.compressEnded {
+			errs = append(errs, w.compressSegments(l.dir, l.stem))
 		}
 	}
 	return errors.Join(errs...)
@@ -366,6 +428,16 @@ func (w *logWriter) closeAll() error {
 		errs = append(errs, w.close(l))
 	}
 	return errors.Join(errs...)
+}
+
+// takeCounts returns the segments rotated and compressed since it was
+// last called.
+func (w *logWriter) takeCounts() (rotated, compressed int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rotated, compressed = w.rotated, w.compressed
+	w.rotated, w.compressed = 0, 0
+	return rotated, compressed
 }
 
 // openLogs is the number of open session logs.

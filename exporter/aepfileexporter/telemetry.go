@@ -18,12 +18,15 @@ type telemetry struct {
 	eventsSkipped   metric.Int64Counter
 	eventsRejected  metric.Int64Counter
 	writeErrors     metric.Int64Counter
+	filesRotated    metric.Int64Counter
+	filesCompressed metric.Int64Counter
+	filesDeleted    metric.Int64Counter
 }
 
 func newTelemetry(set component.TelemetrySettings, openLogs func() int) (*telemetry, error) {
 	m := set.MeterProvider.Meter(scopeName)
 	var t telemetry
-	var errs [6]error
+	var errs [9]error
 	t.eventsWritten, errs[0] = m.Int64Counter("otelcol_aepfile_events_written",
 		metric.WithDescription("Events appended to a session log."), metric.WithUnit("{event}"))
 	t.eventsDuplicate, errs[1] = m.Int64Counter("otelcol_aepfile_events_duplicate",
@@ -40,6 +43,12 @@ func newTelemetry(set component.TelemetrySettings, openLogs func() int) (*teleme
 			o.Observe(int64(openLogs()))
 			return nil
 		}))
+	t.filesRotated, errs[6] = m.Int64Counter("otelcol_aepfile_files_rotated",
+		metric.WithDescription("Session logs continued in a new segment because rotate_bytes was reached."), metric.WithUnit("{file}"))
+	t.filesCompressed, errs[7] = m.Int64Counter("otelcol_aepfile_files_compressed",
+		metric.WithDescription("Segments of ended sessions gzipped (compress_ended)."), metric.WithUnit("{file}"))
+	t.filesDeleted, errs[8] = m.Int64Counter("otelcol_aepfile_files_deleted",
+		metric.WithDescription("Files deleted because their log was untouched for max_age."), metric.WithUnit("{file}"))
 	return &t, errors.Join(errs[:]...)
 }
 
