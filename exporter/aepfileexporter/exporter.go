@@ -221,14 +221,14 @@ func (e *fileExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 }
 
 // failed logs a file error, counts it and reports the component as
-// recoverable: the push is retried, and the next push that succeeds
-// reports it OK again.
+// recoverable; the next push that succeeds reports it OK again.
 func (e *fileExporter) failed(ctx context.Context, op string, err error) {
 	if err == nil {
 		return
 	}
+	kind := errorKind(err)
 	e.tel.writeErrors.Add(ctx, 1)
-	e.rate.Error(op+"_"+errorKind(err), "cannot "+op+" an AEP session log ("+errorKind(err)+"); the push is retried",
+	e.rate.Error(op+"_"+kind, "cannot "+op+" an AEP session log ("+kind+")",
 		zap.String("directory", e.writer.cfg.directory), zap.Error(err))
 	e.report(componentstatus.NewRecoverableErrorEvent(err))
 }

@@ -356,6 +356,9 @@ func TestUnwritableSessionIsRetriedAlone(t *testing.T) {
 	assert.Equal(t, []string{"ev-0000"}, idsOf(checkStream(t, readLog(t, sessionPath(dir, "s2")))))
 	assert.Contains(t, h.host.reported(), componentstatus.StatusRecoverableError)
 	assert.Equal(t, int64(1), h.counter(t, "otelcol_aepfile_write_errors"))
+	logged := h.logs.FilterMessage("cannot write an AEP session log (io_error)").All()
+	require.Len(t, logged, 1)
+	assert.Contains(t, logged[0].ContextMap()["error"], "s1.jsonl")
 
 	require.NoError(t, os.Remove(blocker))
 	require.NoError(t, h.exp.ConsumeLogs(t.Context(), retry.Data()))

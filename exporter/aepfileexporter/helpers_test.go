@@ -21,6 +21,8 @@ import (
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/otel/attribute"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
@@ -88,6 +90,7 @@ type harness struct {
 	file *fileExporter
 	tel  *componenttest.Telemetry
 	host *testHost
+	logs *observer.ObservedLogs
 }
 
 // startExporter starts an exporter of cfg, shut down when the test ends.
@@ -97,6 +100,8 @@ func startExporter(t *testing.T, cfg *Config) *harness {
 	t.Cleanup(func() { require.NoError(t, h.tel.Shutdown(context.Background())) })
 	set := exportertest.NewNopSettings(componentType)
 	set.TelemetrySettings = h.tel.NewTelemetrySettings()
+	core, logs := observer.New(zap.WarnLevel)
+	set.Logger, h.logs = zap.New(core), logs
 	require.NoError(t, cfg.Validate())
 	file, err := newFileExporter(cfg, set)
 	require.NoError(t, err)

@@ -36,7 +36,7 @@ func newTelemetry(set component.TelemetrySettings, openLogs func() int) (*teleme
 	t.eventsRejected, errs[3] = m.Int64Counter("otelcol_aepfile_events_rejected",
 		metric.WithDescription("AEP events never written because they cannot be rebuilt or are invalid, by reason."), metric.WithUnit("{event}"))
 	t.writeErrors, errs[4] = m.Int64Counter("otelcol_aepfile_write_errors",
-		metric.WithDescription("Failed file operations (open, write, fsync, close); the push is retried."), metric.WithUnit("{error}"))
+		metric.WithDescription("Failed file operations (open, write, fsync, close, compress, delete)."), metric.WithUnit("{error}"))
 	_, errs[5] = m.Int64ObservableGauge("otelcol_aepfile_open_files",
 		metric.WithDescription("Session logs held open (at most max_open_files)."), metric.WithUnit("{file}"),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {

@@ -40,30 +40,7 @@ type diskRate struct {
 // logs in place of otlp_http, so the two CPU figures differ by the
 // exporter.
 func diskConfig(receiverAddr, dir, fsync string, batchTimeout time.Duration) string {
-	return fmt.Sprintf(`receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: %s
-processors:
-  batch:
-    timeout: %s
-exporters:
-  aepfile:
-    directory: %s
-    fsync: %s
-service:
-  telemetry:
-    logs:
-      level: warn
-    metrics:
-      level: none
-  pipelines:
-    logs:
-      receivers: [otlp]
-      processors: [batch]
-      exporters: [aepfile]
-`, receiverAddr, batchTimeout, dir, fsync)
+	return otlpPipeline(receiverAddr, batchTimeout, "aepfile", "directory: "+dir, "fsync: "+fsync)
 }
 
 // aepRecords are n AEP tool.completed events, numbered from first, over

@@ -253,8 +253,7 @@ func startRunMidTool(c *oh.Conversation) error {
 // has reached the relay.
 func awaitDelivered(t *testing.T, relay *aeprelaytest.Relay, convs []*oh.Conversation) {
 	t.Helper()
-	deadline := time.Now().Add(deliveredWithin)
-	for {
+	awaitNoneMissing(t, "vendor events never reached the relay", func() int {
 		missing := 0
 		byVendor := vendorIDs(relay.Events())
 		for _, c := range convs {
@@ -264,11 +263,22 @@ func awaitDelivered(t *testing.T, relay *aeprelaytest.Relay, convs []*oh.Convers
 				}
 			}
 		}
-		if missing == 0 {
+		return missing
+	})
+}
+
+// awaitNoneMissing waits, up to deliveredWithin, until missing counts
+// nothing; what names what it counts, for the failure.
+func awaitNoneMissing(t *testing.T, what string, missing func() int) {
+	t.Helper()
+	deadline := time.Now().Add(deliveredWithin)
+	for {
+		n := missing()
+		if n == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d vendor events never reached the relay within %s", missing, deliveredWithin)
+			t.Fatalf("%d %s within %s", n, what, deliveredWithin)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

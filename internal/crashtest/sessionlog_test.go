@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/schema"
@@ -58,8 +57,7 @@ func readSessionLogs(t *testing.T, dir string) map[string][]sessionLogLine {
 // has.
 func awaitSessionLogs(t *testing.T, dir string, relay *aeprelaytest.Relay) {
 	t.Helper()
-	deadline := time.Now().Add(deliveredWithin)
-	for {
+	awaitNoneMissing(t, "events at the relay never reached the session logs", func() int {
 		inLogs := make(map[eventKey]bool)
 		for _, lines := range readSessionLogs(t, dir) {
 			for _, l := range lines {
@@ -74,14 +72,8 @@ func awaitSessionLogs(t *testing.T, dir string, relay *aeprelaytest.Relay) {
 				missing++
 			}
 		}
-		if missing == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d events at the relay never reached the session logs within %s", missing, deliveredWithin)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return missing
+	})
 }
 
 // verifySessionLogs checks what the aepfile exporter wrote across the
