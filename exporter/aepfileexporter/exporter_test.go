@@ -179,7 +179,9 @@ func TestLayout(t *testing.T) {
 	}
 	hostile := newEvent("../../etc/Passwd\x00", 0)
 	hostile.Source = "aep://otelcol-test/agent/openhands/session/hostile"
-	require.NoError(t, h.consume(t, newEvent("s1", 0), heartbeat, hostile))
+	long := newEvent(strings.Repeat("é", 500), 0)
+	long.Source = "aep://otelcol-test/agent/openhands/session/long"
+	require.NoError(t, h.consume(t, newEvent("s1", 0), heartbeat, hostile, long))
 	h.shutdown(t)
 
 	var got []string
@@ -194,9 +196,10 @@ func TestLayout(t *testing.T) {
 		"openhands.jsonl",
 		"openhands/s1.jsonl",
 		"openhands/%2e%2e%2f%2e%2e%2fetc%2f%50asswd%00.jsonl",
+		"openhands/" + escapeName(strings.Repeat("é", 500)) + ".jsonl",
 	}, got)
 	assert.Equal(t, []string{"hb-1"}, idsOf(checkStream(t, readLog(t, filepath.Join(dir, "openhands.jsonl")))))
-	assert.Equal(t, int64(3), h.counter(t, "otelcol_aepfile_events_written"))
+	assert.Equal(t, int64(4), h.counter(t, "otelcol_aepfile_events_written"))
 }
 
 func TestPermissions(t *testing.T) {
@@ -246,6 +249,7 @@ func TestOpenFilesAreBounded(t *testing.T) {
 		for s := range sessions {
 			require.NoError(t, h.consume(t, newEvent(sessionName(s), int64(seq))))
 			require.LessOrEqual(t, e.writer.openLogs(), 3)
+			require.LessOrEqual(t, descriptorsUnder(t, dir), 3)
 		}
 	}
 	h.shutdown(t)
@@ -256,6 +260,24 @@ func TestOpenFilesAreBounded(t *testing.T) {
 }
 
 func sessionName(i int) string { return "s" + string(rune('a'+i)) }
+
+// descriptorsUnder counts this process's open descriptors on files under
+// dir (Linux: /proc/self/fd); 0 where /proc is not there.
+func descriptorsUnder(t *testing.T, dir string) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+		if err == nil && strings.HasPrefix(target, dir+string(filepath.Separator)) {
+			n++
+		}
+	}
+	return n
+}
 
 func TestEndedSessionIsClosedAfterTheGrace(t *testing.T) {
 	dir := t.TempDir()

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
@@ -164,6 +165,7 @@ func readLog(t *testing.T, path string) []string {
 	require.NoError(t, err)
 	require.NotEmpty(t, raw, "%s is empty", path)
 	require.Equal(t, byte('\n'), raw[len(raw)-1], "%s ends with a line break", path)
+	require.True(t, utf8.Valid(raw), "%s is UTF-8", path)
 	var lines []string
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(nil, len(raw)+1)
