@@ -80,10 +80,14 @@ func newFileExporter(cfg *Config, set exporter.Settings) (*fileExporter, error) 
 	}, nil
 }
 
-func (e *fileExporter) start(_ context.Context, host component.Host) error {
+// start makes the root directory, so that a directory that cannot be
+// made is reported at once; it does not fail the collector's start, since
+// writes retry and a mount may come later.
+func (e *fileExporter) start(ctx context.Context, host component.Host) error {
 	e.statusMu.Lock()
 	e.host = host
 	e.statusMu.Unlock()
+	e.failed(ctx, "create", e.writer.makeRoot())
 	e.done.Add(1)
 	go e.housekeep()
 	return nil

@@ -389,6 +389,18 @@ func TestUnwritableSessionIsRetriedAlone(t *testing.T) {
 	assert.Equal(t, componentstatus.StatusOK, statuses[len(statuses)-1])
 }
 
+// TestUnusableDirectoryIsReportedAtStart: a root that cannot be made is a
+// log line and a recoverable status at start, not a failed start.
+func TestUnusableDirectoryIsReportedAtStart(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	h := startExporter(t, testConfig(filepath.Join(file, "logs")))
+
+	assert.Equal(t, []componentstatus.Status{componentstatus.StatusRecoverableError}, h.host.reported())
+	assert.Len(t, h.logs.FilterMessage("cannot create an AEP session log (io_error)").All(), 1)
+	require.Error(t, h.consume(t, newEvent("s1", 0)), "and writes fail, retryably")
+}
+
 func TestErrorKind(t *testing.T) {
 	tests := []struct {
 		name string

@@ -290,6 +290,13 @@ func lastSegment(dir, stem string) (int, error) {
 	return next, nil
 }
 
+// makeRoot makes the root directory if it is missing.
+func (w *logWriter) makeRoot() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mkdir(w.cfg.directory)
+}
+
 // mkdir makes dir with the configured mode if it is missing; the root is
 // made with its parents.
 func (w *logWriter) mkdir(dir string) error {
