@@ -77,16 +77,28 @@ type logWriter struct {
 	dirs map[string]struct{}
 	// unsyncedDirs gained an entry since the last sync (sync only).
 	unsyncedDirs map[string]struct{}
+	// compressing holds the logs (dir/stem) whose segments are being
+	// compressed, outside mu; compressedOne is signalled as each is done.
+	compressing   map[string]struct{}
+	compressedOne *sync.Cond
 	// rotated and compressed count segments since the last takeCounts.
 	rotated, compressed int
 }
 
 func newLogWriter(cfg writerConfig, logger *zap.Logger) *logWriter {
-	return &logWriter{
+	w := &logWriter{
 		cfg: cfg, logger: logger,
 		logs: make(map[fileKey]*sessionLog), lru: list.New(),
 		dirs: make(map[string]struct{}), unsyncedDirs: make(map[string]struct{}),
+		compressing: make(map[string]struct{}),
 	}
+	w.compressedOne = sync.NewCond(&w.mu)
+	return w
+}
+
+func (w *logWriter) isCompressing(dir, stem string) bool {
+	_, ok := w.compressing[filepath.Join(dir, stem)]
+	return ok
 }
 
 // write appends ev's line to its session log, in one write(2), unless the
@@ -130,21 +142,26 @@ func (w *logWriter) write(ev *aep.Event, raw []byte, now time.Time) (written boo
 // open returns key's open log, opening it (and closing the least recently
 // written one past the bound) if need be.
 func (w *logWriter) open(key fileKey, now time.Time) (*sessionLog, error) {
-	if l, ok := w.logs[key]; ok {
-		w.lru.MoveToFront(l.elem)
-		return l, nil
-	}
-	if len(w.logs) >= w.cfg.maxOpen {
-		if err := w.close(w.lru.Back().Value.(*sessionLog)); err != nil {
-			return nil, err
-		}
-	}
 	l := &sessionLog{key: key, seen: newDedup(w.cfg.dedupWindow)}
 	// An agent-scoped log sits beside its agent's directory, as
 	// {directory}/{agent}.jsonl; a session's inside it.
 	l.dir, l.stem = w.cfg.directory, escapeName(key.agent)
 	if key.session != "" {
 		l.dir, l.stem = filepath.Join(w.cfg.directory, l.stem), escapeName(key.session)
+	}
+	// A log being compressed is written again once it is done, after its
+	// last compressed segment.
+	for w.isCompressing(l.dir, l.stem) {
+		w.compressedOne.Wait()
+	}
+	if open, ok := w.logs[key]; ok {
+		w.lru.MoveToFront(open.elem)
+		return open, nil
+	}
+	if len(w.logs) >= w.cfg.maxOpen {
+		if err := w.close(w.lru.Back().Value.(*sessionLog)); err != nil {
+			return nil, err
+		}
 	}
 	if err := w.mkdir(w.cfg.directory); err != nil {
 		return nil, err
@@ -406,11 +423,13 @@ func syncDir(dir string) error {
 }
 
 // closeEnded closes the logs whose session ended at least grace ago, and
-// compresses their segments when configured.
+// compresses their segments when configured: without holding mu, so that
+// other sessions are written meanwhile, while a write to a log being
+// compressed waits for it.
 func (w *logWriter) closeEnded(now time.Time, grace time.Duration) error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	var errs []error
+	var compress []string
 	for _, l := range w.logs {
 		if l.endedAt.IsZero() || now.Sub(l.endedAt) < grace {
 			continue
@@ -420,8 +439,20 @@ func (w *logWriter) closeEnded(now time.Time, grace time.Duration) error {
 			continue
 		}
 		if w.cfg.compressEnded {
-			errs = append(errs, w.compressSegments(l.dir, l.stem))
+			stem := filepath.Join(l.dir, l.stem)
+			w.compressing[stem] = struct{}{}
+			compress = append(compress, stem)
 		}
+	}
+	w.mu.Unlock()
+	for _, stem := range compress {
+		n, err := w.compressSegments(filepath.Dir(stem), filepath.Base(stem))
+		errs = append(errs, err)
+		w.mu.Lock()
+		w.compressed += n
+		delete(w.compressing, stem)
+		w.mu.Unlock()
+		w.compressedOne.Broadcast()
 	}
 	return errors.Join(errs...)
 }

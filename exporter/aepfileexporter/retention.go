@@ -13,21 +13,23 @@ import (
 )
 
 // compressSegments gzips every plain segment of a closed log, in place:
-// {stem}.{n}.jsonl becomes {stem}.{n}.jsonl.gz. A log written again later
-// continues in the segment after the last one.
-func (w *logWriter) compressSegments(dir, stem string) error {
+// {stem}.{n}.jsonl becomes {stem}.{n}.jsonl.gz, and returns how many it
+// compressed. A log written again later continues in the segment after
+// the last one. It reads only the immutable cfg, so it runs without mu.
+func (w *logWriter) compressSegments(dir, stem string) (int, error) {
+	compressed := 0
 	var errs []error
 	for n := 0; ; n++ {
 		path := filepath.Join(dir, segmentName(stem, n))
 		_, plainErr := os.Lstat(path)
 		_, gzErr := os.Lstat(path + ".gz")
 		if plainErr != nil && gzErr != nil {
-			return errors.Join(errs...)
+			return compressed, errors.Join(errs...)
 		}
 		if plainErr == nil {
 			err := w.compress(path)
 			if err == nil {
-				w.compressed++
+				compressed++
 			}
 			errs = append(errs, err)
 		}
@@ -92,9 +94,13 @@ func (w *logWriter) compress(path string) (err error) {
 func (w *logWriter) removeUntouched(now time.Time, maxAge time.Duration) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	open := make(map[string]struct{}, len(w.logs))
+	// Logs open or being compressed are still being written.
+	open := make(map[string]struct{}, len(w.logs)+len(w.compressing))
 	for _, l := range w.logs {
 		open[filepath.Join(l.dir, l.stem)] = struct{}{}
+	}
+	for stem := range w.compressing {
+		open[stem] = struct{}{}
 	}
 	dirs := []string{w.cfg.directory}
 	entries, err := os.ReadDir(w.cfg.directory)

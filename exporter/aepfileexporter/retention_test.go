@@ -198,3 +198,37 @@ func TestStemOf(t *testing.T) {
 		})
 	}
 }
+
+// TestCompressionHoldsOnlyItsSession: while a log is being compressed,
+// other sessions are written, and a write to that log waits until the
+// compression is done.
+func TestCompressionHoldsOnlyItsSession(t *testing.T) {
+	dir := t.TempDir()
+	h := startExporter(t, testConfig(dir))
+	w := h.file.writer
+	stem := filepath.Join(dir, "openhands", "s1")
+	w.mu.Lock()
+	w.compressing[stem] = struct{}{}
+	w.mu.Unlock()
+
+	blocked := make(chan error, 1)
+	go func() { blocked <- h.consume(t, newEvent("s1", 0)) }()
+	require.NoError(t, h.consume(t, newEvent("s2", 0)), "another session is written meanwhile")
+	select {
+	case err := <-blocked:
+		t.Fatalf("the write to the log being compressed did not wait (err %v)", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+
+	w.mu.Lock()
+	delete(w.compressing, stem)
+	w.mu.Unlock()
+	w.compressedOne.Broadcast()
+	select {
+	case err := <-blocked:
+		require.NoError(t, err)
+	case <-time.After(testTimeout):
+		t.Fatal("the write never resumed")
+	}
+	assert.Len(t, readLog(t, sessionPath(dir, "s1")), 1)
+}
