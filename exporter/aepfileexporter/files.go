@@ -96,6 +96,15 @@ func newLogWriter(cfg writerConfig, logger *zap.Logger) *logWriter {
 	return w
 }
 
+// openLog returns key's log if it is open, marked most recently written.
+func (w *logWriter) openLog(key fileKey) (*sessionLog, bool) {
+	l, ok := w.logs[key]
+	if ok {
+		w.lru.MoveToFront(l.elem)
+	}
+	return l, ok
+}
+
 func (w *logWriter) isCompressing(dir, stem string) bool {
 	_, ok := w.compressing[filepath.Join(dir, stem)]
 	return ok
@@ -142,6 +151,9 @@ func (w *logWriter) write(ev *aep.Event, raw []byte, now time.Time) (written boo
 // open returns key's open log, opening it (and closing the least recently
 // written one past the bound) if need be.
 func (w *logWriter) open(key fileKey, now time.Time) (*sessionLog, error) {
+	if l, ok := w.openLog(key); ok {
+		return l, nil
+	}
 	l := &sessionLog{key: key, seen: newDedup(w.cfg.dedupWindow)}
 	// An agent-scoped log sits beside its agent's directory, as
 	// {directory}/{agent}.jsonl; a session's inside it.
@@ -150,13 +162,15 @@ func (w *logWriter) open(key fileKey, now time.Time) (*sessionLog, error) {
 		l.dir, l.stem = filepath.Join(w.cfg.directory, l.stem), escapeName(key.session)
 	}
 	// A log being compressed is written again once it is done, after its
-	// last compressed segment.
-	for w.isCompressing(l.dir, l.stem) {
-		w.compressedOne.Wait()
-	}
-	if open, ok := w.logs[key]; ok {
-		w.lru.MoveToFront(open.elem)
-		return open, nil
+	// last compressed segment (a concurrent push may have opened it by
+	// then).
+	if w.isCompressing(l.dir, l.stem) {
+		for w.isCompressing(l.dir, l.stem) {
+			w.compressedOne.Wait()
+		}
+		if open, ok := w.openLog(key); ok {
+			return open, nil
+		}
 	}
 	if len(w.logs) >= w.cfg.maxOpen {
 		if err := w.close(w.lru.Back().Value.(*sessionLog)); err != nil {
