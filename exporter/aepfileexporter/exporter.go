@@ -24,9 +24,13 @@ import (
 // logEvery spaces repeats of one warning or error.
 const logEvery = time.Minute
 
-// housekeepingPeriod is the longest wait between two rounds of interval
-// syncs and closes of ended sessions.
-const housekeepingPeriod = time.Second
+// housekeepingPeriod and minHousekeepingPeriod bound the wait between two
+// rounds of interval syncs and closes of ended sessions: the round follows
+// ended_grace and fsync_interval within these bounds.
+const (
+	housekeepingPeriod    = time.Second
+	minHousekeepingPeriod = 10 * time.Millisecond
+)
 
 // fileExporter is the push function exporterhelper wraps, plus the
 // housekeeping that runs beside it.
@@ -114,10 +118,11 @@ func (e *fileExporter) shutdown(context.Context) error {
 func (e *fileExporter) housekeep() {
 	defer e.done.Done()
 	ctx := context.Background()
-	period := min(housekeepingPeriod, max(e.cfg.EndedGrace, time.Millisecond))
+	period := min(housekeepingPeriod, e.cfg.EndedGrace)
 	if e.cfg.Fsync == FsyncInterval {
 		period = min(period, e.cfg.FsyncInterval)
 	}
+	period = max(period, minHousekeepingPeriod)
 	// A sweep reads every directory: once per max_age, at most once a
 	// minute.
 	sweepEvery := min(e.cfg.MaxAge, time.Minute)
