@@ -2,26 +2,21 @@ package aeprelayexporter // import "github.com/otelcol-openhands/otelcol-openhan
 
 import (
 	"errors"
-	"fmt"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/capture"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/logevent"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/schema"
 )
 
 // Reasons an event is dropped: the reason attribute of
 // otelcol_aeprelay_events_rejected.
 const (
-	// reasonProjection: an AEP record the inverse projection cannot rebuild.
-	reasonProjection = "projection"
-	// reasonAgentMismatch: the event's agent is not the socket's identity.
-	reasonAgentMismatch = "agent_mismatch"
-	// reasonInvalid: the event fails envelope or payload validation.
-	reasonInvalid = "invalid"
+	reasonProjection    = logevent.ReasonProjection
+	reasonAgentMismatch = logevent.ReasonAgentMismatch
+	reasonInvalid       = logevent.ReasonInvalid
 	// reasonRelayRefused: the relay refused this event alone: an HTTP 400
 	// (or a 207) for it alone, or a WebSocket error frame naming it.
 	reasonRelayRefused = "relay_refused"
@@ -155,27 +150,13 @@ func (p *pushSource) convertNext() bool {
 // event rebuilds, checks, down-levels, marshals and validates one record.
 // A refusal with a nil err means the event is ready.
 func (c converter) event(lr plog.LogRecord, res pcommon.Resource) (outboundEvent, refusal) {
-	ev, err := projection.FromLogRecord(lr, res)
-	if err != nil {
-		return outboundEvent{}, refusal{reason: reasonProjection, err: err}
-	}
-	refuse := func(reason string, err error) (outboundEvent, refusal) {
-		return outboundEvent{}, refusal{reason: reason, id: ev.ID, typ: ev.Type, session: ev.Session, err: err}
-	}
-	if c.agent != "" && ev.Agent != c.agent {
-		return refuse(reasonAgentMismatch, fmt.Errorf("event agent %q is not the connection identity %q (agent)", ev.Agent, c.agent))
-	}
-	if c.ceiling != "" {
-		ev = capture.Downlevel(ev, c.ceiling)
-	}
-	raw, err := ev.MarshalJSON()
-	if err != nil {
-		return refuse(reasonInvalid, fmt.Errorf("marshal event: %w", err))
-	}
-	// Validate judges the event as ValidateJSON would judge raw, without
-	// decoding raw again.
-	if err := schema.Validate(ev); err != nil {
-		return refuse(reasonInvalid, err)
+	ev, raw, rejected := logevent.Converter{Agent: c.agent, Ceiling: c.ceiling}.Convert(lr, res)
+	if rejected != nil {
+		r := refusal{reason: rejected.Reason, err: rejected.Err}
+		if rejected.Event != nil {
+			r.id, r.typ, r.session = rejected.Event.ID, rejected.Event.Type, rejected.Event.Session
+		}
+		return outboundEvent{}, r
 	}
 	return outboundEvent{id: ev.ID, typ: ev.Type, session: ev.Session, raw: raw}, refusal{}
 }

@@ -97,6 +97,12 @@ func runBench(ctx context.Context, o options) error {
 		}
 		rows = append(rows, row)
 	}
+	var disk []diskRow
+	if o.disk {
+		if disk, err = runDisk(ctx, o, r.dir); err != nil {
+			return fmt.Errorf("disk: %w", err)
+		}
+	}
 	var ceiling *ceilingRow
 	if o.burst > 0 {
 		say("ceiling: a burst of %d events per conversation", o.burst)
@@ -116,6 +122,9 @@ func runBench(ctx context.Context, o options) error {
 		idle = &i
 	}
 	printTable(o, rows, ceiling, idle)
+	if disk != nil {
+		printDisk(disk)
+	}
 	return nil
 }
 
@@ -171,7 +180,7 @@ func (m *measure) rate(ctx context.Context, rate float64, d time.Duration, profi
 	var wg sync.WaitGroup
 	var plainSent int
 	var plainErr, cpuErr, allocsErr error
-	wg.Go(func() { plainSent, plainErr = loadOTLP(ctx, m.otlpURL, rate, d) })
+	wg.Go(func() { plainSent, plainErr = loadOTLP(ctx, m.otlpURL, rate, d, toolRecords) })
 	if profile != "" {
 		wg.Go(func() { cpuErr = saveProfile(ctx, m.r.pprofAddr, "profile", d, profile+".pprof") })
 		wg.Go(func() { allocsErr = saveProfile(ctx, m.r.pprofAddr, "allocs", d, profile+".allocs.pprof") })

@@ -67,6 +67,12 @@ exporters:
 
 // plainConfig is the baseline: otlp → batch → otlp_http with defaults.
 func plainConfig(receiverAddr, sinkURL string, batchTimeout time.Duration) string {
+	return otlpPipeline(receiverAddr, batchTimeout, "otlp_http", "endpoint: "+sinkURL)
+}
+
+// otlpPipeline is otlp → batch → exporter, the exporter configured by
+// settings (one YAML line a setting).
+func otlpPipeline(receiverAddr string, batchTimeout time.Duration, exporter string, settings ...string) string {
 	return fmt.Sprintf(`receivers:
   otlp:
     protocols:
@@ -76,8 +82,8 @@ processors:
   batch:
     timeout: %s
 exporters:
-  otlp_http:
-    endpoint: %s
+  %s:
+    %s
 service:
   telemetry:
     logs:
@@ -88,8 +94,8 @@ service:
     logs:
       receivers: [otlp]
       processors: [batch]
-      exporters: [otlp_http]
-`, receiverAddr, batchTimeout, sinkURL)
+      exporters: [%s]
+`, receiverAddr, batchTimeout, exporter, strings.Join(settings, "\n    "), exporter)
 }
 
 func startCollector(name, dir, bin, config string) (*proc, error) {

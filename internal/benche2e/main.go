@@ -16,6 +16,11 @@
 // ceiling (a burst appended as fast as the stub takes it) and the heap and
 // RSS of the collector with idle conversations attached.
 //
+// The aepfile exporter is measured on its own (disk.go): the same binary
+// running otlp → batch → aepfile, fed AEP records at the same rates, with
+// fsync none and every_batch: CPU per 1,000 events written and the events
+// per second a burst reaches disk at.
+//
 // With -soak it runs N conversations at a steady rate for a set time
 // instead, sampling the collector's RSS and Go heap, and reports the slope
 // after warm-up.
@@ -52,6 +57,7 @@ type options struct {
 	burst                  int
 	idle                   int
 	profileDir             string
+	disk                   bool
 
 	soak                               bool
 	soakRate                           float64
@@ -75,6 +81,7 @@ func main() {
 	flag.IntVar(&o.burst, "burst", 2000, "events per conversation of the ceiling burst (0: skip)")
 	flag.IntVar(&o.idle, "idle", 1000, "idle conversations attached for the heap and RSS figures (0: skip)")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "save CPU and allocation profiles of our collector per rate here")
+	flag.BoolVar(&o.disk, "disk", true, "also measure the aepfile exporter to disk, fsync none and every_batch")
 	flag.BoolVar(&o.soak, "soak", false, "run the soak instead")
 	flag.Float64Var(&o.soakRate, "soak-rate", 200, "soak: events/s in total")
 	flag.DurationVar(&o.soakDuration, "soak-duration", 25*time.Minute, "soak: how long")

@@ -74,9 +74,10 @@ func startOTLPSink() (*otlpSink, error) {
 
 func (s *otlpSink) close() { _ = s.srv.Close() }
 
-// loadOTLP posts log records shaped like our tool events to endpoint at
-// rate per second for d, and returns how many it sent.
-func loadOTLP(ctx context.Context, endpoint string, rate float64, d time.Duration) (int, error) {
+// loadOTLP posts log records made by records (n of them, numbered from
+// first) to endpoint at rate per second for d, and returns how many it
+// sent.
+func loadOTLP(ctx context.Context, endpoint string, rate float64, d time.Duration, records func(n, first int) plog.Logs) (int, error) {
 	client := &http.Client{Timeout: 10 * time.Second}
 	ticker := time.NewTicker(otlpEvery)
 	defer ticker.Stop()
@@ -85,7 +86,7 @@ func loadOTLP(ctx context.Context, endpoint string, rate float64, d time.Duratio
 	for {
 		elapsed := min(time.Since(start), d)
 		if due := int(rate*elapsed.Seconds()) - sent; due > 0 {
-			if err := postLogs(ctx, client, endpoint, due, sent); err != nil {
+			if err := postLogs(ctx, client, endpoint, records(due, sent)); err != nil {
 				return sent, err
 			}
 			sent += due
@@ -101,7 +102,9 @@ func loadOTLP(ctx context.Context, endpoint string, rate float64, d time.Duratio
 	}
 }
 
-func postLogs(ctx context.Context, client *http.Client, endpoint string, n, first int) error {
+// toolRecords are n log records shaped like our tool events, numbered
+// from first: the plain pipeline's load.
+func toolRecords(n, first int) plog.Logs {
 	ld := plog.NewLogs()
 	rl := ld.ResourceLogs().AppendEmpty()
 	rl.Resource().Attributes().PutStr("service.name", "openhands")
@@ -125,6 +128,10 @@ func postLogs(ctx context.Context, client *http.Client, endpoint string, n, firs
 		body.PutStr("vendor_event_id", "8c2e5a3b-1d4f-4e6a-9b7c-2f1e0d3c4b5a")
 		body.PutStr("vendor_ts", now.AsTime().UTC().Format(vendorTimeLayout))
 	}
+	return ld
+}
+
+func postLogs(ctx context.Context, client *http.Client, endpoint string, ld plog.Logs) error {
 	raw, err := plogotlp.NewExportRequestFromLogs(ld).MarshalProto()
 	if err != nil {
 		return err

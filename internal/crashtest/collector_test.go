@@ -38,8 +38,10 @@ func collectorBinary(t *testing.T) string {
 // no in-memory batch processor (what it holds
 // would die with the process), short timings so faults heal quickly, and
 // retries that never give up. socket is the receiver's servers[].socket,
-// queue the exporter's sending_queue.
-func collectorConfig(storageDir, agentServer, socket, relay, queue string) string {
+// queue the aeprelay exporter's sending_queue. Beside the relay, the
+// aepfile exporter writes session logs under sessionsDir, its queue on
+// storage and fsync every_batch.
+func collectorConfig(storageDir, agentServer, socket, relay, queue, sessionsDir string) string {
 	return fmt.Sprintf(`
 extensions:
   file_storage:
@@ -73,6 +75,16 @@ exporters:
       initial_interval: 10ms
       max_interval: 200ms
       max_elapsed_time: 0s
+  aepfile:
+    directory: %s
+    fsync: every_batch
+    sending_queue:
+      storage: file_storage
+      queue_size: 100000
+    retry_on_failure:
+      initial_interval: 10ms
+      max_interval: 200ms
+      max_elapsed_time: 0s
 service:
   extensions: [file_storage]
   telemetry:
@@ -83,8 +95,8 @@ service:
   pipelines:
     logs:
       receivers: [openhands]
-      exporters: [aeprelay]
-`, storageDir, agentServer, stubKey, socket, relay, relayToken, queue)
+      exporters: [aeprelay, aepfile]
+`, storageDir, agentServer, stubKey, socket, relay, relayToken, queue, sessionsDir)
 }
 
 // collector is one run of the built collector as a child process; its

@@ -2,7 +2,9 @@
 // killed with SIGKILL at random points loses nothing and collides nowhere.
 // It runs ./bin/otelcol-openhands (make build; make test builds it first)
 // as a child process with file_storage on the openhands receiver and on
-// the aeprelay exporter's sending queue, between a stub agent server and a
-// test relay that live in the test process, and kills, restarts and breaks
-// them in turn. The package has no non-test code.
+// the aeprelay and aepfile exporters' sending queues, between a stub agent
+// server and a test relay that live in the test process, and kills,
+// restarts and breaks them in turn; the aepfile exporter's session logs
+// (fsync every_batch) must end up holding every event the relay got, once.
+// The package has no non-test code.
 package crashtest

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/stream"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aeprelaytest"
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
@@ -94,7 +95,8 @@ func killAndRestart(t *testing.T, bin string, setup setup) {
 	stub := oh.Start(t, oh.Config{SessionAPIKeys: []string{stubKey}})
 	relay := aeprelaytest.Start(t, aeprelaytest.Config{Token: relayToken, DrainTimeout: time.Second})
 	config := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(config, []byte(collectorConfig(storageDir, stub.URL(), setup.socket, relay.URL(), setup.queue)), 0o600); err != nil {
+	sessionsDir := filepath.Join(dir, "sessions")
+	if err := os.WriteFile(config, []byte(collectorConfig(storageDir, stub.URL(), setup.socket, relay.URL(), setup.queue, sessionsDir)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(dir, "collector.log")
@@ -168,9 +170,13 @@ func killAndRestart(t *testing.T, bin string, setup setup) {
 	}
 	awaitDelivered(t, relay, convs)
 	settle(relay)
+	// The file exporter's queue keeps what it holds at shutdown for the
+	// next start: wait for the logs to hold everything first.
+	awaitSessionLogs(t, sessionsDir, relay)
 	col.stop()
 
 	verify(t, relay, convs, runsEach+2+1, setup.backfills)
+	verifySessionLogs(t, sessionsDir, relay, convs)
 }
 
 // playAll runs play on every conversation in parallel and reports the
@@ -247,8 +253,7 @@ func startRunMidTool(c *oh.Conversation) error {
 // has reached the relay.
 func awaitDelivered(t *testing.T, relay *aeprelaytest.Relay, convs []*oh.Conversation) {
 	t.Helper()
-	deadline := time.Now().Add(deliveredWithin)
-	for {
+	awaitNoneMissing(t, "vendor events never reached the relay", func() int {
 		missing := 0
 		byVendor := vendorIDs(relay.Events())
 		for _, c := range convs {
@@ -258,11 +263,22 @@ func awaitDelivered(t *testing.T, relay *aeprelaytest.Relay, convs []*oh.Convers
 				}
 			}
 		}
-		if missing == 0 {
+		return missing
+	})
+}
+
+// awaitNoneMissing waits, up to deliveredWithin, until missing counts
+// nothing; what names what it counts, for the failure.
+func awaitNoneMissing(t *testing.T, what string, missing func() int) {
+	t.Helper()
+	deadline := time.Now().Add(deliveredWithin)
+	for {
+		n := missing()
+		if n == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d vendor events never reached the relay within %s", missing, deliveredWithin)
+			t.Fatalf("%d %s within %s", n, what, deliveredWithin)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -352,7 +368,7 @@ func verify(t *testing.T, relay *aeprelaytest.Relay, convs []*oh.Conversation, r
 			t.Errorf("conversation %s reached the relay from %d sources, want one session across every restart", c.ID(), n)
 		}
 		for source := range sources[c.ID()] {
-			assertGapFree(t, relay.SessionEvents(source, c.ID()))
+			assertGapFree(t, eventsOf(relay.SessionEvents(source, c.ID())))
 		}
 		for _, ve := range c.Events() {
 			if ve.Kind() == oh.KindTokenEvent {
@@ -392,24 +408,32 @@ func sumValues(m map[string]int) int {
 	return n
 }
 
-// assertGapFree checks a session's replay buffer, which the relay keeps in
-// (epoch, seq) order: one epoch across every restart, seq from 0 with no
-// hole (the receiver never skips a position) and no repeat.
-func assertGapFree(t *testing.T, buffer []aeprelaytest.Record) {
+// assertGapFree checks a session's events in (epoch, seq) order (the
+// relay's replay buffer keeps that order): one epoch across every restart,
+// seq from 0 with no hole (the receiver never skips a position) and no
+// repeat.
+func assertGapFree(t *testing.T, buffer []*aep.Event) {
 	t.Helper()
 	if len(buffer) == 0 {
 		t.Error("an empty session buffer")
 		return
 	}
-	epoch := buffer[0].Event.EffectiveEpoch()
-	for i, r := range buffer {
-		ev := r.Event
+	epoch := buffer[0].EffectiveEpoch()
+	for i, ev := range buffer {
 		if ev.EffectiveEpoch() != epoch || ev.Seq == nil || *ev.Seq != int64(i) {
 			t.Errorf("session %s: buffer position %d holds %s at epoch %d seq %v, want epoch %d seq %d",
 				ev.Session, i, ev.Type, ev.EffectiveEpoch(), seqText(ev.Seq), epoch, i)
 			return
 		}
 	}
+}
+
+func eventsOf(recs []aeprelaytest.Record) []*aep.Event {
+	out := make([]*aep.Event, len(recs))
+	for i, r := range recs {
+		out[i] = r.Event
+	}
+	return out
 }
 
 func seqText(seq *int64) string {

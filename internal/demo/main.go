@@ -5,10 +5,11 @@
 // tool call, an approval, a failing tool, a finish, a deletion) and prints
 // every AEP event as it reaches the relay, then the run as a span waterfall
 // (from the aep connector, via an OTLP traces sink) with its token and cost
-// totals (scraped from the prometheus exporter). The collector's own log
-// goes to a file the demo names, and is shown when something fails. It
-// stops by itself and exits non-zero if the relay saw a protocol violation
-// or the scenario stalled.
+// totals (scraped from the prometheus exporter), and the path of the
+// session's log on disk (the aepfile exporter), checked as a valid AEP
+// stream. The collector's own log goes to a file the demo names, and is
+// shown when something fails. It stops by itself and exits non-zero if the
+// relay saw a protocol violation or the scenario stalled.
 package main
 
 import (
@@ -86,7 +87,12 @@ func run(ctx context.Context, collectorBin, config string) (err error) {
 	}
 	say("agent server %s, relay %s, conversation %s", agents.URL(), relay.URL(), conv.ID())
 
-	col, err := startCollector(collectorBin, config, agents.URL(), relay.URL(), traces.URL(), prometheus)
+	sessionLogs, err := os.MkdirTemp("", "otelcol-openhands-demo-sessions-*")
+	if err != nil {
+		return fmt.Errorf("session log directory: %w", err)
+	}
+	col, err := startCollector(collectorBin, config, agents.URL(), relay.URL(), traces.URL(), prometheus,
+		"DEMO_SESSION_LOGS="+sessionLogs)
 	if err != nil {
 		return err
 	}
@@ -150,6 +156,16 @@ func run(ctx context.Context, collectorBin, config string) (err error) {
 	if err := waitFor("session.ended", seen("session.ended")); err != nil {
 		return err
 	}
+	var sessionLog sessionLogFile
+	if err := waitFor("the session log to hold session.ended", func() bool {
+		sessionLog = findSessionLog(sessionLogs, conv.ID())
+		return sessionLog.ended
+	}); err != nil {
+		return err
+	}
+	if err := sessionLog.check(); err != nil {
+		return err
+	}
 	// The run, its three tool calls and the wait for approval.
 	if err := showRun(ctx, os.Stdout, traces, "http://"+prometheus+"/metrics", 5); err != nil {
 		return err
@@ -163,6 +179,8 @@ func run(ctx context.Context, collectorBin, config string) (err error) {
 	if len(violations) > 0 {
 		return errors.New("the relay saw violations")
 	}
+	say("session log (aepfile exporter), %d events: %s", len(sessionLog.lines), sessionLog.path)
+	say("  follow a session as it happens: tail -n +1 -f FILE | jq -c '{seq, type, subject}'")
 	return nil
 }
 
@@ -249,7 +267,9 @@ type collectorProcess struct {
 	logPath string
 }
 
-func startCollector(bin, config, agentServer, relay, traces, prometheus string) (*collectorProcess, error) {
+// startCollector runs the collector with the fixtures' addresses, and
+// extraEnv (NAME=value), in its environment.
+func startCollector(bin, config, agentServer, relay, traces, prometheus string, extraEnv ...string) (*collectorProcess, error) {
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("collector binary %s: %w (run `make build` first)", bin, err)
 	}
@@ -263,6 +283,7 @@ func startCollector(bin, config, agentServer, relay, traces, prometheus string) 
 		"DEMO_AGENT_SERVER="+agentServer, "DEMO_SESSION_API_KEY="+sessionKey,
 		"DEMO_RELAY="+relay, "DEMO_RELAY_TOKEN="+relayToken,
 		"DEMO_TRACES="+traces, "DEMO_PROMETHEUS="+prometheus)
+	cmd.Env = append(cmd.Env, extraEnv...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start collector: %w", err)

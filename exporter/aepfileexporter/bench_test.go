@@ -1,0 +1,50 @@
+package aepfileexporter
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+)
+
+// BenchmarkPushLogs writes pushes of 100 events over 10 sessions, as the
+// exporter's push function sees them after exporterhelper.
+func BenchmarkPushLogs(b *testing.B) {
+	for _, policy := range []FsyncPolicy{FsyncNone, FsyncEveryBatch} {
+		b.Run(string(policy), func(b *testing.B) {
+			cfg := testConfig(b.TempDir())
+			cfg.Fsync = policy
+			e, err := newFileExporter(cfg, exportertest.NewNopSettings(componentType))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := e.start(context.Background(), componenttest.NewNopHost()); err != nil {
+				b.Fatal(err)
+			}
+			defer func() { _ = e.shutdown(context.Background()) }()
+			const perPush, sessions = 100, 10
+			pushes := make([]plog.Logs, 0, b.N)
+			for i := range b.N {
+				events := make([]*aep.Event, perPush)
+				for j := range events {
+					seq := i*perPush/sessions + j/sessions
+					events[j] = newEvent(fmt.Sprintf("s%d", j%sessions), int64(seq))
+				}
+				pushes = append(pushes, logsOf(b, events...))
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for _, ld := range pushes {
+				if err := e.pushLogs(context.Background(), ld); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perPush), "ns/event")
+		})
+	}
+}

@@ -1,0 +1,500 @@
+package aepfileexporter // import "github.com/otelcol-openhands/otelcol-openhands/exporter/aepfileexporter"
+
+import (
+	"bytes"
+	"container/list"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+)
+
+// fileKey names one session log: an agent-scoped event (no session) goes
+// to the agent's own log.
+type fileKey struct{ agent, session string }
+
+func keyOf(ev *aep.Event) fileKey { return fileKey{agent: ev.Agent, session: ev.Session} }
+
+// sessionEnded is the type that ends a session: its log is closed once
+// ended_grace has passed.
+const sessionEnded = "session.ended"
+
+// writerConfig is what the file writer needs of Config, parsed.
+type writerConfig struct {
+	directory         string
+	fileMode, dirMode fs.FileMode
+	maxOpen           int
+	dedupWindow       int
+	// sync makes a file's lines durable before it is closed (any policy
+	// but none), and makes a created entry durable in its directory.
+	sync bool
+	// rotateBytes, when positive, starts a log's next segment before a
+	// line would take the current one past it.
+	rotateBytes int64
+	// compressEnded gzips an ended session's segments once it is closed.
+	compressEnded bool
+}
+
+// sessionLog is one open session log: the descriptor of its current
+// segment and what it remembers of it.
+type sessionLog struct {
+	key       fileKey
+	dir, stem string
+	segment   int
+	f         *os.File
+	// size is the segment's length, which always ends a complete line.
+	size int64
+	// dirty: lines were written since the last sync.
+	dirty bool
+	seen  *dedup
+	// endedAt is when the session's session.ended was written; zero
+	// until then.
+	endedAt time.Time
+	elem    *list.Element
+}
+
+func (l *sessionLog) path() string { return filepath.Join(l.dir, segmentName(l.stem, l.segment)) }
+
+// logWriter appends events to session logs, holding at most maxOpen of
+// them open. It is safe for concurrent use.
+type logWriter struct {
+	cfg    writerConfig
+	logger *zap.Logger
+
+	mu   sync.Mutex
+	logs map[fileKey]*sessionLog
+	// lru orders the open logs, most recently written first.
+	lru *list.List
+	// dirs are the directories known to exist.
+	dirs map[string]struct{}
+	// unsyncedDirs gained an entry since the last sync (sync only).
+	unsyncedDirs map[string]struct{}
+	// compressing holds the logs (dir/stem) whose segments are being
+	// compressed, outside mu; compressedOne is signalled as each is done.
+	compressing   map[string]struct{}
+	compressedOne *sync.Cond
+	// rotated and compressed count segments since the last takeCounts.
+	rotated, compressed int
+}
+
+func newLogWriter(cfg writerConfig, logger *zap.Logger) *logWriter {
+	w := &logWriter{
+		cfg: cfg, logger: logger,
+		logs: make(map[fileKey]*sessionLog), lru: list.New(),
+		dirs: make(map[string]struct{}), unsyncedDirs: make(map[string]struct{}),
+		compressing: make(map[string]struct{}),
+	}
+	w.compressedOne = sync.NewCond(&w.mu)
+	return w
+}
+
+// openLog returns key's log if it is open, marked most recently written.
+func (w *logWriter) openLog(key fileKey) (*sessionLog, bool) {
+	l, ok := w.logs[key]
+	if ok {
+		w.lru.MoveToFront(l.elem)
+	}
+	return l, ok
+}
+
+func (w *logWriter) isCompressing(dir, stem string) bool {
+	_, ok := w.compressing[filepath.Join(dir, stem)]
+	return ok
+}
+
+// write appends ev's line to its session log, in one write(2), unless the
+// log already holds its (source, id): written is false for a redelivery.
+// A failed write leaves the file as it was.
+func (w *logWriter) write(ev *aep.Event, raw []byte, now time.Time) (written bool, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	l, err := w.open(keyOf(ev), now)
+	if err != nil {
+		return false, err
+	}
+	key := dedupKey(ev.Source, ev.ID)
+	if l.seen.has(key) {
+		return false, nil
+	}
+	line := append(raw[:len(raw):len(raw)], '\n')
+	if w.cfg.rotateBytes > 0 && l.size > 0 && l.size+int64(len(line)) > w.cfg.rotateBytes {
+		if err := w.rotate(l); err != nil {
+			return false, err
+		}
+	}
+	n, err := l.f.Write(line)
+	if err != nil {
+		// A short write would leave a torn line for the next one to
+		// glue onto: cut the file back to its last complete line.
+		if n > 0 {
+			err = errors.Join(err, l.f.Truncate(l.size))
+		}
+		return false, fmt.Errorf("write %s: %w", l.path(), err)
+	}
+	l.size += int64(n)
+	l.dirty = true
+	l.seen.add(key)
+	if ev.Type == sessionEnded {
+		l.endedAt = now
+	}
+	return true, nil
+}
+
+// open returns key's open log, opening it (and closing the least recently
+// written one past the bound) if need be.
+func (w *logWriter) open(key fileKey, now time.Time) (*sessionLog, error) {
+	if l, ok := w.openLog(key); ok {
+		return l, nil
+	}
+	l := &sessionLog{key: key, seen: newDedup(w.cfg.dedupWindow)}
+	// An agent-scoped log sits beside its agent's directory, as
+	// {directory}/{agent}.jsonl; a session's inside it.
+	l.dir, l.stem = w.cfg.directory, escapeName(key.agent)
+	if key.session != "" {
+		l.dir, l.stem = filepath.Join(w.cfg.directory, l.stem), escapeName(key.session)
+	}
+	// A log being compressed is written again once it is done, after its
+	// last compressed segment (a concurrent push may have opened it by
+	// then).
+	if w.isCompressing(l.dir, l.stem) {
+		for w.isCompressing(l.dir, l.stem) {
+			w.compressedOne.Wait()
+		}
+		if open, ok := w.openLog(key); ok {
+			return open, nil
+		}
+	}
+	if len(w.logs) >= w.cfg.maxOpen {
+		if err := w.close(w.lru.Back().Value.(*sessionLog)); err != nil {
+			return nil, err
+		}
+	}
+	if err := w.mkdir(w.cfg.directory); err != nil {
+		return nil, err
+	}
+	if err := w.mkdir(l.dir); err != nil {
+		return nil, err
+	}
+	segment, err := lastSegment(l.dir, l.stem)
+	if err != nil {
+		return nil, err
+	}
+	l.segment = segment
+	if err := w.openSegment(l); err != nil {
+		return nil, err
+	}
+	ended, err := w.recoverSeen(l)
+	if err != nil {
+		l.f.Close()
+		return nil, err
+	}
+	if ended {
+		l.endedAt = now // a late redelivery: close it again after the grace
+	}
+	w.logs[key] = l
+	l.elem = w.lru.PushFront(l)
+	return l, nil
+}
+
+// recoverSeen fills l's dedup window from the last lines of its
+// segments, the current one and then, while the window has room, those
+// before it, and reports whether the session had ended.
+func (w *logWriter) recoverSeen(l *sessionLog) (ended bool, err error) {
+	lines, err := lastLines(l.f, l.size, w.cfg.dedupWindow)
+	if err != nil {
+		return false, fmt.Errorf("read the tail of %s: %w", l.path(), err)
+	}
+	for n := l.segment - 1; n >= 0 && len(lines) < w.cfg.dedupWindow; n-- {
+		path := filepath.Join(l.dir, segmentName(l.stem, n))
+		earlier, err := segmentLines(path, w.cfg.dedupWindow-len(lines))
+		if err != nil {
+			return false, fmt.Errorf("read the tail of %s: %w", path, err)
+		}
+		lines = append(earlier, lines...)
+	}
+	return l.seen.recover(lines), nil
+}
+
+// openSegment opens l's current segment for appending, creating it with
+// the configured mode, and cuts a torn last line a crash left.
+func (w *logWriter) openSegment(l *sessionLog) error {
+	path := l.path()
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, w.cfg.fileMode)
+	created := err == nil
+	if errors.Is(err, fs.ErrExist) {
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	}
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			delete(w.dirs, l.dir) // removed behind our back: make it again next time
+		}
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	size, err := w.prepare(f, path, created)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	if created && w.cfg.sync {
+		w.unsyncedDirs[l.dir] = struct{}{}
+	}
+	l.f, l.size, l.dirty = f, size, false
+	return nil
+}
+
+// prepare sets a created file's mode whatever the umask, or checks an
+// existing one and cuts its torn last line; it returns the file's size.
+func (w *logWriter) prepare(f *os.File, path string, created bool) (int64, error) {
+	if created {
+		return 0, f.Chmod(w.cfg.fileMode)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if !st.Mode().IsRegular() {
+		return 0, fmt.Errorf("%s is not a regular file", path)
+	}
+	end, err := lastLineEnd(f, st.Size())
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", path, err)
+	}
+	if end < st.Size() {
+		w.logger.Warn("cutting a torn last line a crash left in an AEP session log; its event is redelivered",
+			zap.String("path", path), zap.Int64("bytes", st.Size()-end))
+		if err := f.Truncate(end); err != nil {
+			return 0, fmt.Errorf("truncate %s: %w", path, err)
+		}
+	}
+	return end, nil
+}
+
+// lastLineEnd is the offset just past f's last '\n', 0 if it has none.
+func lastLineEnd(f *os.File, size int64) (int64, error) {
+	buf := make([]byte, min(size, tailChunk))
+	for end := size; end > 0; {
+		n := min(end, int64(len(buf)))
+		if _, err := f.ReadAt(buf[:n], end-n); err != nil && err != io.EOF {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return end - n + int64(i) + 1, nil
+		}
+		end -= n
+	}
+	return 0, nil
+}
+
+// lastSegment is the segment to append to: the last one if it is still
+// plain, the one after it if that one is compressed, 0 for a new log.
+func lastSegment(dir, stem string) (int, error) {
+	next := 0
+	for ; ; next++ {
+		plain := filepath.Join(dir, segmentName(stem, next))
+		_, err := os.Lstat(plain)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return 0, err
+		}
+		if _, err := os.Lstat(plain + ".gz"); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				break
+			}
+			return 0, err
+		}
+	}
+	if next > 0 {
+		if _, err := os.Lstat(filepath.Join(dir, segmentName(stem, next-1))); err == nil {
+			return next - 1, nil
+		}
+	}
+	return next, nil
+}
+
+// makeRoot makes the root directory if it is missing.
+func (w *logWriter) makeRoot() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mkdir(w.cfg.directory)
+}
+
+// mkdir makes dir with the configured mode if it is missing; the root is
+// made with its parents.
+func (w *logWriter) mkdir(dir string) error {
+	if _, ok := w.dirs[dir]; ok {
+		return nil
+	}
+	err := os.Mkdir(dir, w.cfg.dirMode)
+	if errors.Is(err, fs.ErrNotExist) && dir == w.cfg.directory {
+		err = os.MkdirAll(dir, w.cfg.dirMode)
+	}
+	switch {
+	case err == nil:
+		if err := os.Chmod(dir, w.cfg.dirMode); err != nil {
+			return fmt.Errorf("chmod %s: %w", dir, err)
+		}
+		if w.cfg.sync {
+			w.unsyncedDirs[filepath.Dir(dir)] = struct{}{}
+		}
+	case errors.Is(err, fs.ErrExist):
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return fmt.Errorf("%s is not a directory", dir)
+		}
+	default:
+		return fmt.Errorf("create directory %s: %w", dir, err)
+	}
+	w.dirs[dir] = struct{}{}
+	return nil
+}
+
+// close syncs (when configured) and closes l; it leaves the table even if
+// that fails, so the bound holds.
+func (w *logWriter) close(l *sessionLog) error {
+	var err error
+	if w.cfg.sync && l.dirty {
+		err = l.f.Sync()
+	}
+	err = errors.Join(err, l.f.Close())
+	delete(w.logs, l.key)
+	w.lru.Remove(l.elem)
+	if err != nil {
+		return fmt.Errorf("close %s: %w", l.path(), err)
+	}
+	return nil
+}
+
+// rotate closes l's current segment and continues l in the next one; what
+// l remembers of its lines goes on with it.
+func (w *logWriter) rotate(l *sessionLog) error {
+	previous := l.path()
+	var err error
+	if w.cfg.sync && l.dirty {
+		err = l.f.Sync()
+	}
+	if err = errors.Join(err, l.f.Close()); err != nil {
+		err = fmt.Errorf("close %s: %w", previous, err)
+	}
+	l.segment++
+	w.rotated++
+	if openErr := w.openSegment(l); openErr != nil {
+		// l holds no descriptor now: forget it; opening it again finds
+		// its last segment.
+		delete(w.logs, l.key)
+		w.lru.Remove(l.elem)
+		return errors.Join(err, openErr)
+	}
+	return err
+}
+
+// sync makes every line written so far, and every entry created, durable.
+func (w *logWriter) sync() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var errs []error
+	for _, l := range w.logs {
+		if !l.dirty {
+			continue
+		}
+		if err := l.f.Sync(); err != nil {
+			errs = append(errs, fmt.Errorf("fsync %s: %w", l.path(), err))
+			continue
+		}
+		l.dirty = false
+	}
+	for dir := range w.unsyncedDirs {
+		if err := syncDir(dir); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		delete(w.unsyncedDirs, dir)
+	}
+	return errors.Join(errs...)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("fsync %s: %w", dir, err)
+	}
+	err = d.Sync()
+	if closeErr := d.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		return fmt.Errorf("fsync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// closeEnded closes the logs whose session ended at least grace ago, and
+// compresses their segments when configured: without holding mu, so that
+// other sessions are written meanwhile, while a write to a log being
+// compressed waits for it.
+func (w *logWriter) closeEnded(now time.Time, grace time.Duration) error {
+	w.mu.Lock()
+	var errs []error
+	var compress []string
+	for _, l := range w.logs {
+		if l.endedAt.IsZero() || now.Sub(l.endedAt) < grace {
+			continue
+		}
+		if err := w.close(l); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if w.cfg.compressEnded {
+			stem := filepath.Join(l.dir, l.stem)
+			w.compressing[stem] = struct{}{}
+			compress = append(compress, stem)
+		}
+	}
+	w.mu.Unlock()
+	for _, stem := range compress {
+		n, err := w.compressSegments(filepath.Dir(stem), filepath.Base(stem))
+		errs = append(errs, err)
+		w.mu.Lock()
+		w.compressed += n
+		delete(w.compressing, stem)
+		w.mu.Unlock()
+		w.compressedOne.Broadcast()
+	}
+	return errors.Join(errs...)
+}
+
+// closeAll closes every open log.
+func (w *logWriter) closeAll() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var errs []error
+	for _, l := range w.logs {
+		errs = append(errs, w.close(l))
+	}
+	return errors.Join(errs...)
+}
+
+// takeCounts returns the segments rotated and compressed since it was
+// last called.
+func (w *logWriter) takeCounts() (rotated, compressed int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rotated, compressed = w.rotated, w.compressed
+	w.rotated, w.compressed = 0, 0
+	return rotated, compressed
+}
+
+// openLogs is the number of open session logs.
+func (w *logWriter) openLogs() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.logs)
+}

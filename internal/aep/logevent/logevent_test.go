@@ -1,0 +1,66 @@
+package logevent
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+)
+
+// TestConvert: a record comes back as its event's wire form, or as a
+// rejection that says why and, once the event could be rebuilt, which.
+func TestConvert(t *testing.T) {
+	golden := aeptest.Golden(t)
+	full := golden[0].Event.Clone()
+	full.Capture = aep.CaptureFull
+	invalid := golden[0].Event.Clone()
+	invalid.Seq = nil // a session-scoped event needs a seq
+	tests := []struct {
+		name       string
+		event      *aep.Event // nil: a record that is not an AEP event
+		converter  Converter
+		wantReason string
+		wantNotAEP bool
+		wantEvent  bool // the rejection names the event
+		// wantCapture is the wire event's capture.
+		wantCapture aep.Capture
+	}{
+		{name: "valid", event: full, wantCapture: aep.CaptureFull},
+		{name: "not_aep", wantReason: ReasonProjection, wantNotAEP: true},
+		{name: "agent_mismatch", event: golden[0].Event, converter: Converter{Agent: "openhands"}, wantReason: ReasonAgentMismatch, wantEvent: true},
+		{name: "invalid", event: invalid, wantReason: ReasonInvalid, wantEvent: true},
+		{name: "ceiling", event: full, converter: Converter{Ceiling: aep.CaptureMetadata}, wantCapture: aep.CaptureMetadata},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lr := plog.NewLogRecord()
+			if tt.event != nil {
+				require.NoError(t, projection.ToLogRecord(tt.event, lr, projection.Options{}))
+			} else {
+				lr.SetEventName("app.request")
+			}
+			ev, raw, rejected := tt.converter.Convert(lr, pcommon.NewResource())
+			if tt.wantReason != "" {
+				require.NotNil(t, rejected)
+				assert.Equal(t, tt.wantReason, rejected.Reason)
+				assert.Equal(t, tt.wantNotAEP, errors.Is(rejected.Err, projection.ErrNotAEP))
+				assert.Equal(t, tt.wantEvent, rejected.Event != nil)
+				assert.Nil(t, raw)
+				return
+			}
+			require.Nil(t, rejected)
+			got, err := aep.Parse(raw)
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantCapture, got.Capture)
+			assert.Equal(t, tt.event.ID, got.ID)
+			assert.Equal(t, got.ID, ev.ID, "the event returned is the one on the wire")
+		})
+	}
+}
