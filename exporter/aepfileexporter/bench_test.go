@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
 )
 
 // BenchmarkPushLogs writes pushes of 100 events over 10 sessions, as the
@@ -35,7 +36,7 @@ func BenchmarkPushLogs(b *testing.B) {
 					seq := i*perPush/sessions + j/sessions
 					events[j] = newEvent(fmt.Sprintf("s%d", j%sessions), int64(seq))
 				}
-				pushes = append(pushes, logsOf(b, events...))
+				pushes = append(pushes, aeptest.LogsOf(b, events...))
 			}
 			b.ReportAllocs()
 			b.ResetTimer()

@@ -158,7 +158,7 @@ func TestInvalidAndForeignRecordsAreCountedNotWritten(t *testing.T) {
 	invalid := newEvent("s1", 1)
 	invalid.ID = "no-seq"
 	invalid.Seq = nil // a session-scoped event needs a seq
-	ld := logsOf(t, newEvent("s1", 0), invalid, newEvent("s1", 2))
+	ld := aeptest.LogsOf(t, newEvent("s1", 0), invalid, newEvent("s1", 2))
 	foreign := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().AppendEmpty()
 	foreign.SetEventName("app.request")
 	foreign.Body().SetStr("GET /")

@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/exporter/exportertest"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
 )
 
 func TestFactory(t *testing.T) {
@@ -38,7 +40,7 @@ func TestCreateStartShutdown(t *testing.T) {
 	exp, err := NewFactory().CreateLogs(context.Background(), exportertest.NewNopSettings(componentType), cfg)
 	require.NoError(t, err)
 	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
-	require.NoError(t, exp.ConsumeLogs(context.Background(), logsOf(t, newEvent("s1", 0))))
+	require.NoError(t, exp.ConsumeLogs(context.Background(), aeptest.LogsOf(t, newEvent("s1", 0))))
 	require.NoError(t, exp.Shutdown(context.Background()))
 	assert.Len(t, readLog(t, sessionPath(cfg.Directory, "s1")), 1, "shutdown drains the queue to the file")
 }

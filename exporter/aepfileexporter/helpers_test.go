@@ -20,13 +20,12 @@ import (
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exportertest"
-	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/schema"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/stream"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrytest"
@@ -60,20 +59,6 @@ func sessionEvents(session string, from, to int) []*aep.Event {
 		events = append(events, newEvent(session, int64(seq)))
 	}
 	return events
-}
-
-// logsOf projects events onto log records of one resource and scope, in
-// order.
-func logsOf(t testing.TB, events ...*aep.Event) plog.Logs {
-	t.Helper()
-	ld := plog.NewLogs()
-	rl := ld.ResourceLogs().AppendEmpty()
-	projection.SetResource(rl.Resource(), "openhands")
-	records := rl.ScopeLogs().AppendEmpty().LogRecords()
-	for _, ev := range events {
-		require.NoError(t, projection.ToLogRecord(ev, records.AppendEmpty(), projection.Options{}))
-	}
-	return ld
 }
 
 // testConfig writes under dir with no queue and no retry, so that
@@ -123,7 +108,7 @@ func (h *harness) shutdown(t *testing.T) {
 
 func (h *harness) consume(t testing.TB, events ...*aep.Event) error {
 	t.Helper()
-	return h.exp.ConsumeLogs(context.Background(), logsOf(t, events...))
+	return h.exp.ConsumeLogs(context.Background(), aeptest.LogsOf(t, events...))
 }
 
 func (h *harness) counter(t *testing.T, name string, attrs ...attribute.KeyValue) int64 {

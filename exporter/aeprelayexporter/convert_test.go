@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/schema"
 )
@@ -118,7 +119,7 @@ func TestConvertSortsOutWhatCannotBeSent(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before, after := newEvent("s1", 0), newEvent("s1", 2)
-			ld := logsOf(t, before)
+			ld := aeptest.LogsOf(t, before)
 			records := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
 			tt.record(t, records.AppendEmpty())
 			require.NoError(t, projection.ToLogRecord(after, records.AppendEmpty(), projection.Options{}))
@@ -166,7 +167,7 @@ func TestConvertDownlevelsAboveMaxCapture(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out := converter{agent: "openhands", ceiling: tt.ceiling}.convert(logsOf(t, request()))
+			out := converter{agent: "openhands", ceiling: tt.ceiling}.convert(aeptest.LogsOf(t, request()))
 			require.Empty(t, out.refused)
 			require.Len(t, out.events, 1)
 			require.NoError(t, schema.ValidateJSON(out.events[0].raw))

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aeprelaytest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
 )
@@ -130,7 +131,7 @@ func TestSendingQueueBatches(t *testing.T) {
 	h := startExporter(t, cfg, nil)
 	events := append(sessionEvents("s1", 25), sessionEvents("s2", 25)...)
 	for i := 0; i < 25; i += 5 {
-		require.NoError(t, h.consume(t, logsOf(t, append(events[i:i+5:i+5], events[25+i:30+i]...)...)))
+		require.NoError(t, h.consume(t, aeptest.LogsOf(t, append(events[i:i+5:i+5], events[25+i:30+i]...)...)))
 	}
 	eventually(t, "every event at the relay", func() bool { return relay.Received() == len(events) })
 	// One consumer sends a batch only after the one before it was

@@ -23,7 +23,6 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrytest"
 )
@@ -71,20 +70,6 @@ func sessionEvents(session string, n int) []*aep.Event {
 		events[i] = newEvent(session, int64(i))
 	}
 	return events
-}
-
-// logsOf projects events onto log records of one resource and scope, in
-// order.
-func logsOf(t testing.TB, events ...*aep.Event) plog.Logs {
-	t.Helper()
-	ld := plog.NewLogs()
-	rl := ld.ResourceLogs().AppendEmpty()
-	projection.SetResource(rl.Resource(), "openhands")
-	records := rl.ScopeLogs().AppendEmpty().LogRecords()
-	for _, ev := range events {
-		require.NoError(t, projection.ToLogRecord(ev, records.AppendEmpty(), projection.Options{}))
-	}
-	return ld
 }
 
 // appendForeignRecord adds a log record that is not an AEP event.

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aeprelaytest"
 )
 
@@ -37,7 +38,7 @@ func TestHTTPDelivers(t *testing.T) {
 	h := startExporter(t, cfg, nil)
 	events := append(sessionEvents("s1", 3), sessionEvents("s2", 3)...)
 
-	require.NoError(t, h.consume(t, logsOf(t, events...)))
+	require.NoError(t, h.consume(t, aeptest.LogsOf(t, events...)))
 
 	assert.Equal(t, ids(events), relayIDs(relay))
 	for _, rec := range relay.Events() {
@@ -57,7 +58,7 @@ func TestHTTPSplitsOn413(t *testing.T) {
 	h := startExporter(t, cfg, nil)
 	events := sessionEvents("s1", 10)
 
-	require.NoError(t, h.consume(t, logsOf(t, events...)))
+	require.NoError(t, h.consume(t, aeptest.LogsOf(t, events...)))
 
 	assert.Equal(t, ids(events), relayIDs(relay), "the halves go in order")
 	assert.Equal(t, len(events), relay.Received(), "a refused batch ingests nothing")
@@ -72,7 +73,7 @@ func TestHTTPDropsAnEventTooLargeAlone(t *testing.T) {
 	events := sessionEvents("s1", 3)
 	require.NoError(t, events[1].SetExtension("acmenote", strings.Repeat("x", 2048)))
 
-	require.NoError(t, h.consume(t, logsOf(t, events...)))
+	require.NoError(t, h.consume(t, aeptest.LogsOf(t, events...)))
 
 	assert.Equal(t, []string{events[0].ID, events[2].ID}, relayIDs(relay))
 	assert.Equal(t, int64(1), h.counter(t, "otelcol_aeprelay_events_rejected",
@@ -172,7 +173,7 @@ func TestHTTPDropsTheEventTheRelayRefuses(t *testing.T) {
 			t.Cleanup(srv.Close)
 			h := startExporter(t, httpConfig(srv.URL), nil)
 
-			require.NoError(t, h.consume(t, logsOf(t, events...)))
+			require.NoError(t, h.consume(t, aeptest.LogsOf(t, events...)))
 
 			relay.mu.Lock()
 			defer relay.mu.Unlock()
@@ -197,7 +198,7 @@ func TestHTTPRelayRefusalIsACountedRejection(t *testing.T) {
 	h := startExporter(t, cfg, nil)
 	events := sessionEvents("s1", 10)
 
-	require.NoError(t, h.consume(t, logsOf(t, events...)))
+	require.NoError(t, h.consume(t, aeptest.LogsOf(t, events...)))
 
 	assert.Equal(t, ids(slices.Delete(slices.Clone(events), 4, 5)), relayIDs(relay), "the other nine are accepted, in order")
 	requireRelayRefusal(t, h, "http", events[4], len(events))
@@ -236,7 +237,7 @@ func TestHTTPPermanentStatuses(t *testing.T) {
 			srv, posts := statusRelay(t, tt.code, tt.body)
 			h := startExporter(t, withRetry(httpConfig(srv.URL)), nil)
 
-			err := h.consume(t, logsOf(t, sessionEvents("s1", 4)...))
+			err := h.consume(t, aeptest.LogsOf(t, sessionEvents("s1", 4)...))
 			require.Error(t, err)
 			assert.True(t, consumererror.IsPermanent(err), "want permanent, got %v", err)
 			assert.Contains(t, err.Error(), tt.want)
@@ -279,14 +280,14 @@ func TestHTTPRetriesServerErrors(t *testing.T) {
 			t.Cleanup(srv.Close)
 
 			noRetry := startExporter(t, httpConfig(srv.URL), nil)
-			err := noRetry.consume(t, logsOf(t, newEvent("s1", 0)))
+			err := noRetry.consume(t, aeptest.LogsOf(t, newEvent("s1", 0)))
 			require.Error(t, err)
 			assert.False(t, consumererror.IsPermanent(err), "HTTP %d must be retryable: %v", code, err)
 			status, _ := noRetry.host.lastStatus()
 			assert.Equal(t, componentstatus.StatusRecoverableError, status)
 
 			retrying := startExporter(t, withRetry(httpConfig(srv.URL)), nil)
-			require.NoError(t, retrying.consume(t, logsOf(t, sessionEvents("s1", 2)...)))
+			require.NoError(t, retrying.consume(t, aeptest.LogsOf(t, sessionEvents("s1", 2)...)))
 			relay.mu.Lock()
 			defer relay.mu.Unlock()
 			assert.Equal(t, 3, relay.posts)
@@ -300,7 +301,7 @@ func TestHTTPNetworkErrorIsRetryable(t *testing.T) {
 	endpoint := srv.URL
 	srv.Close() // nothing listens there any more
 	h := startExporter(t, httpConfig(endpoint), nil)
-	err := h.consume(t, logsOf(t, newEvent("s1", 0)))
+	err := h.consume(t, aeptest.LogsOf(t, newEvent("s1", 0)))
 	require.Error(t, err)
 	assert.False(t, consumererror.IsPermanent(err))
 }
@@ -327,7 +328,7 @@ func TestRetryCarriesOnlyWhatIsLeft(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	h := startExporter(t, httpConfig(srv.URL), nil)
-	ld := logsOf(t, events...)
+	ld := aeptest.LogsOf(t, events...)
 	appendForeignRecord(ld)
 
 	err := h.consume(t, ld)
@@ -355,7 +356,7 @@ func TestHTTPSendsTheBindingHeaders(t *testing.T) {
 	cfg.Token = "tkn"
 	h := startExporter(t, cfg, nil)
 
-	require.NoError(t, h.consume(t, logsOf(t, newEvent("s1", 0))))
+	require.NoError(t, h.consume(t, aeptest.LogsOf(t, newEvent("s1", 0))))
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, aep.Version, got.Get("AEP-Version"))
@@ -370,7 +371,7 @@ func TestHTTPSkipsAndDropsWithoutFailingThePush(t *testing.T) {
 	h := startExporter(t, cfg, nil)
 	invalid := newEvent("s1", 1)
 	invalid.Seq = nil
-	ld := logsOf(t, newEvent("s1", 0), invalid, newEvent("s1", 2))
+	ld := aeptest.LogsOf(t, newEvent("s1", 0), invalid, newEvent("s1", 2))
 	appendForeignRecord(ld)
 
 	require.NoError(t, h.consume(t, ld))

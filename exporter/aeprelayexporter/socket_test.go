@@ -26,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aeprelaytest"
 )
 
@@ -151,7 +152,7 @@ func TestSocketSendsOneFramePerEventInOrder(t *testing.T) {
 	for i := range 10 {
 		events = append(events, newEvent("s1", int64(i)), newEvent("s2", int64(i)))
 	}
-	require.NoError(t, h.consume(t, logsOf(t, events...)))
+	require.NoError(t, h.consume(t, aeptest.LogsOf(t, events...)))
 
 	// The push returned after the pong: everything is already in.
 	records := relay.Events()
@@ -180,7 +181,7 @@ func TestSocketDownlevelsAboveMaxCapture(t *testing.T) {
 	cfg.MaxCapture = aep.CaptureRedacted
 	h := startExporter(t, cfg, nil)
 
-	require.NoError(t, h.consume(t, logsOf(t, attentionRequest("s1", 0))))
+	require.NoError(t, h.consume(t, aeptest.LogsOf(t, attentionRequest("s1", 0))))
 	records := relay.Events()
 	require.Len(t, records, 1)
 	got := records[0].Event
@@ -196,7 +197,7 @@ func TestSocketDropsWhatCannotBeSent(t *testing.T) {
 	foreign.Agent = "claude-code"
 	invalid := newEvent("s1", 2)
 	invalid.Seq = nil
-	ld := logsOf(t, newEvent("s1", 0), foreign, invalid, newEvent("s1", 3))
+	ld := aeptest.LogsOf(t, newEvent("s1", 0), foreign, invalid, newEvent("s1", 3))
 	appendForeignRecord(ld)
 
 	require.NoError(t, h.consume(t, ld))
@@ -215,7 +216,7 @@ func TestSocketWaitsForThePong(t *testing.T) {
 	relay.SetPong(aeprelaytest.PongMode{Delay: delay})
 
 	start := time.Now()
-	require.NoError(t, h.consume(t, logsOf(t, newEvent("s1", 0))))
+	require.NoError(t, h.consume(t, aeptest.LogsOf(t, newEvent("s1", 0))))
 	assert.GreaterOrEqual(t, time.Since(start), delay, "the push must not return before the relay's pong")
 }
 
@@ -227,7 +228,7 @@ func TestSocketNoPongIsRetryable(t *testing.T) {
 	awaitConnected(t, relay)
 	relay.SetPong(aeprelaytest.PongMode{Never: true})
 	events := sessionEvents("s1", 3)
-	ld := logsOf(t, events...)
+	ld := aeptest.LogsOf(t, events...)
 
 	err := h.consume(t, ld)
 	require.Error(t, err)
@@ -279,7 +280,7 @@ func TestSocketResendsAfterFailure(t *testing.T) {
 				relay.SetPong(aeprelaytest.PongMode{})
 				faulted <- err
 			}()
-			require.NoError(t, h.consume(t, logsOf(t, events...)))
+			require.NoError(t, h.consume(t, aeptest.LogsOf(t, events...)))
 			require.NoError(t, <-faulted)
 
 			assert.Equal(t, ids(events), relayIDs(relay), "every event arrives once, in order")
@@ -298,7 +299,7 @@ func TestSocketWaitsForTheConnection(t *testing.T) {
 	cfg.Timeout = 300 * time.Millisecond
 	h := startExporter(t, cfg, nil)
 
-	err := h.consume(t, logsOf(t, newEvent("s1", 0)))
+	err := h.consume(t, aeptest.LogsOf(t, newEvent("s1", 0)))
 	require.Error(t, err)
 	assert.False(t, consumererror.IsPermanent(err), "a relay that is down must be retryable: %v", err)
 	assert.Contains(t, err.Error(), "not connected")
@@ -306,7 +307,7 @@ func TestSocketWaitsForTheConnection(t *testing.T) {
 	assert.Equal(t, componentstatus.StatusRecoverableError, status)
 
 	relay.SetDown(false)
-	require.NoError(t, h.consume(t, logsOf(t, newEvent("s1", 0))))
+	require.NoError(t, h.consume(t, aeptest.LogsOf(t, newEvent("s1", 0))))
 	assert.Equal(t, []string{"ev-s1-0000"}, relayIDs(relay))
 	status, _ = h.host.lastStatus()
 	assert.Equal(t, componentstatus.StatusOK, status)
@@ -382,7 +383,7 @@ func TestSocketPermanentRefusals(t *testing.T) {
 			cfg.Token = configopaque.String(token)
 			h := startExporter(t, cfg, nil)
 
-			ld := logsOf(t, newEvent("s1", 0))
+			ld := aeptest.LogsOf(t, newEvent("s1", 0))
 			for range 2 { // the second push finds the exporter already refused
 				err := h.consume(t, ld)
 				require.Error(t, err)
@@ -431,7 +432,7 @@ func TestSocketHandsCommandsToTheControlExtension(t *testing.T) {
 	cfg.Control = &controlID
 	h := startExporter(t, cfg, host)
 	// A session-scoped event on the socket claims the session.
-	require.NoError(t, h.consume(t, logsOf(t, newEvent("s1", 0))))
+	require.NoError(t, h.consume(t, aeptest.LogsOf(t, newEvent("s1", 0))))
 
 	cmd := commandEvent("cmd-1", "control.pause", "s1")
 	refusal, err := relay.SendCommand(cmd)
@@ -517,7 +518,7 @@ func TestSocketWarnsWhenCommandsCannotReachIt(t *testing.T) {
 func TestSocketWithoutControlLogsAndCountsCommands(t *testing.T) {
 	relay := startRelay(t, aeprelaytest.Config{})
 	h := startExporter(t, socketConfig(relay), nil)
-	require.NoError(t, h.consume(t, logsOf(t, newEvent("s1", 0))))
+	require.NoError(t, h.consume(t, aeptest.LogsOf(t, newEvent("s1", 0))))
 	conn := awaitConnected(t, relay)
 
 	refusal, err := relay.SendCommand(commandEvent("cmd-1", "control.pause", "s1"))
@@ -591,7 +592,7 @@ func TestSocketRelayRefusalIsACountedRejection(t *testing.T) {
 	h := startExporter(t, socketConfig(relay), nil)
 	events := sessionEvents("s1", 10)
 
-	require.NoError(t, h.consume(t, logsOf(t, events...)))
+	require.NoError(t, h.consume(t, aeptest.LogsOf(t, events...)))
 
 	poison := events[4]
 	assert.Equal(t, ids(slices.Delete(slices.Clone(events), 4, 5)), relayIDs(relay), "the other nine are confirmed")
@@ -613,7 +614,7 @@ func TestSocketSettlesEveryChunkOfAPush(t *testing.T) {
 			h := startExporter(t, socketConfig(relay), nil)
 			events := sessionEvents("s1", n)
 
-			require.NoError(t, h.consume(t, logsOf(t, events...)))
+			require.NoError(t, h.consume(t, aeptest.LogsOf(t, events...)))
 
 			assert.Equal(t, ids(slices.Delete(slices.Clone(events), refused, refused+1)), relayIDs(relay))
 			assert.Equal(t, int64(1), refusals.Load())
@@ -641,7 +642,7 @@ func TestSocketRefusedEventIsNotResentWithTheRest(t *testing.T) {
 		relay.SetPong(aeprelaytest.PongMode{})
 		redialled <- err
 	}()
-	require.NoError(t, h.consume(t, logsOf(t, events...)))
+	require.NoError(t, h.consume(t, aeptest.LogsOf(t, events...)))
 	require.NoError(t, <-redialled)
 
 	assert.Equal(t, ids(slices.Delete(slices.Clone(events), 4, 5)), relayIDs(relay))
@@ -657,7 +658,7 @@ func TestSocketRedialsWhenTheRelayCloses(t *testing.T) {
 
 	require.NoError(t, relay.Restart(aeprelaytest.KeepState)) // closing frame, then close 1001
 	relay.Await(t, "a second hello", func(r *aeprelaytest.Relay) bool { return len(r.Hellos()) == 2 })
-	require.NoError(t, h.consume(t, logsOf(t, newEvent("s1", 0))))
+	require.NoError(t, h.consume(t, aeptest.LogsOf(t, newEvent("s1", 0))))
 	assert.Equal(t, []string{"ev-s1-0000"}, relayIDs(relay))
 }
 
@@ -670,7 +671,7 @@ func TestSocketAuthExtension(t *testing.T) {
 	cfg.Auth = configoptional.Some(configauth.Config{AuthenticatorID: authID})
 	h := startExporter(t, cfg, host)
 
-	require.NoError(t, h.consume(t, logsOf(t, newEvent("s1", 0))))
+	require.NoError(t, h.consume(t, aeptest.LogsOf(t, newEvent("s1", 0))))
 	assert.Equal(t, []string{"ev-s1-0000"}, relayIDs(relay))
 }
 
@@ -729,7 +730,7 @@ func BenchmarkPushWebSocket(b *testing.B) {
 	require.NoError(b, err)
 	require.NoError(b, exp.Start(context.Background(), newTestHost()))
 	b.Cleanup(func() { require.NoError(b, exp.Shutdown(context.Background())) })
-	ld := logsOf(b, sessionEvents("bench", batch)...)
+	ld := aeptest.LogsOf(b, sessionEvents("bench", batch)...)
 	ctx := context.Background()
 	require.NoError(b, exp.ConsumeLogs(ctx, ld)) // connect outside the timing
 
@@ -749,7 +750,7 @@ func TestErrorsNeverCarryTheToken(t *testing.T) {
 	cfg := testConfig(relay.URL() + "/?access_token=" + relayToken)
 	cfg.Token = "wrong-token"
 	h := startExporter(t, cfg, nil)
-	err := h.consume(t, logsOf(t, newEvent("s1", 0)))
+	err := h.consume(t, aeptest.LogsOf(t, newEvent("s1", 0)))
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), relayToken)
 	assert.NotContains(t, err.Error(), "wrong-token")

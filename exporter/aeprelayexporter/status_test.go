@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aeprelaytest"
 )
 
@@ -39,9 +40,9 @@ func TestRefusedCredentialsAreRetried(t *testing.T) {
 					attribute.String("transport", string(transport)), attribute.Int("status_code", 401))
 			}
 
-			require.NoError(t, h.consume(t, logsOf(t, events[:3]...)))
+			require.NoError(t, h.consume(t, aeptest.LogsOf(t, events[:3]...)))
 			eventually(t, "the relay to refuse the token twice", func() bool { return refusals() >= 2 })
-			require.NoError(t, h.consume(t, logsOf(t, events[3:]...)))
+			require.NoError(t, h.consume(t, aeptest.LogsOf(t, events[3:]...)))
 			status, statusErr := h.host.lastStatus()
 			assert.Equal(t, componentstatus.StatusRecoverableError, status)
 			assert.ErrorContains(t, statusErr, "refused the credentials (HTTP 401)")
@@ -82,7 +83,7 @@ func TestRefusedCredentialsAreRetryable(t *testing.T) {
 					eventually(t, "a refused dial", func() bool { return refused() >= 1 })
 				}
 
-				err := h.consume(t, logsOf(t, newEvent("s1", 0)))
+				err := h.consume(t, aeptest.LogsOf(t, newEvent("s1", 0)))
 				require.Error(t, err)
 				assert.False(t, consumererror.IsPermanent(err), "refused credentials must be retryable: %v", err)
 				assert.Contains(t, err.Error(), fmt.Sprintf("refused the credentials (HTTP %d): check token or auth", code))
@@ -114,7 +115,7 @@ func TestPersistentQueueKeepsRefusedEventsAcrossARestart(t *testing.T) {
 	storage := startFileStorage(t, dir)
 	before.host.extensions[storageID] = storage
 	require.NoError(t, before.exp.Start(ctx, before.host))
-	require.NoError(t, before.consume(t, logsOf(t, events...)))
+	require.NoError(t, before.consume(t, aeptest.LogsOf(t, events...)))
 	eventually(t, "a refused dial", func() bool { return before.counter(t, "otelcol_aeprelay_auth_refused") >= 1 })
 	require.NoError(t, before.exp.Shutdown(ctx))
 	require.NoError(t, storage.Shutdown(ctx))
