@@ -25,6 +25,10 @@ type Config struct {
 	// MaxBatchEvents bounds the events of one NDJSON batch (413
 	// too-many-events past it, nothing ingested).
 	MaxBatchEvents int `mapstructure:"max_batch_events"`
+	// Agents, when set, are the only envelope agents taken: a body holding
+	// an event of another agent is refused whole (403), so that a sender
+	// cannot speak as an agent it is not (the openhands receiver's, say).
+	Agents []string `mapstructure:"agents"`
 
 	_ struct{}
 }
@@ -78,6 +82,11 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.MaxBatchEvents < 1 {
 		errs = append(errs, fmt.Errorf("max_batch_events: must be at least 1, got %d", cfg.MaxBatchEvents))
+	}
+	for i, agent := range cfg.Agents {
+		if agent == "" {
+			errs = append(errs, fmt.Errorf("agents[%d]: must not be empty", i))
+		}
 	}
 	if cfg.Capture.Level.Rank() < 0 {
 		errs = append(errs, fmt.Errorf("capture.level: unknown level %q (want none, metadata, redacted or full)", cfg.Capture.Level))

@@ -41,6 +41,7 @@ func TestLoadConfig(t *testing.T) {
 		assert.Equal(t, aep.CaptureMetadata, cfg.Capture.Level)
 		assert.Empty(t, cfg.Capture.Categories)
 		assert.Equal(t, 10_000, cfg.MaxBatchEvents)
+		assert.Empty(t, cfg.Agents, "any agent")
 		assert.False(t, cfg.Auth.HasValue())
 		assert.Zero(t, cfg.MaxRequestBodySize, "confighttp's default, 20 MiB")
 	})
@@ -55,6 +56,7 @@ func TestLoadConfig(t *testing.T) {
 		assert.Equal(t, component.MustNewID("bearertokenauth"), cfg.Auth.Get().Config.AuthenticatorID)
 		assert.Equal(t, int64(4194304), cfg.MaxRequestBodySize)
 		assert.Equal(t, 500, cfg.MaxBatchEvents)
+		assert.Equal(t, []string{"claude-code", "codex"}, cfg.Agents)
 		assert.Equal(t, map[string]aep.Capture{"attention": aep.CaptureRedacted}, cfg.Capture.Categories)
 	})
 
@@ -65,6 +67,7 @@ func TestLoadConfig(t *testing.T) {
 			"endpoint: must not be empty",
 			"read_timeout: ",
 			"max_batch_events: must be at least 1",
+			"agents[0]: must not be empty",
 			`capture.level: unknown level "everything"`,
 			`capture.categories: unknown category "tools"`,
 			`capture.categories.run: unknown level "verbatim"`,

@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -215,27 +216,21 @@ func (r *aepReceiver) convert(ctx context.Context, lines [][]byte) conversion {
 	records := newRecordBuilder()
 	valid := 0
 	for i, raw := range lines {
-		ev, reason, err := admit(raw)
-		if err == nil {
-			ceiling := r.cfg.Capture.ceiling(ev.Type)
-			passed := capture.Downlevel(ev, ceiling)
-			lr := plog.NewLogRecord()
-			if err = projection.ToLogRecord(passed, lr, projection.Options{}); err != nil {
-				reason = reasonInvalid
-			} else {
-				valid++
-				if passed != ev {
-					out.downlevelled++
-				}
-				records.add(passed.Agent, lr)
-			}
-		}
+		agent, lr, downlevelled, reason, err := r.project(raw)
 		if err != nil {
 			out.refusedBy[reason]++
-			if out.refused == nil {
+			// A forbidden agent outranks an invalid event: the answer is
+			// then 403, whatever else the body holds.
+			if out.refused == nil || reason == reasonAgent && out.refused.reason != reasonAgent {
 				out.refused = &eventRefusal{line: i, reason: reason, err: err}
 			}
+			continue
 		}
+		valid++
+		if downlevelled {
+			out.downlevelled++
+		}
+		records.add(agent, lr)
 	}
 	if out.refused != nil {
 		out.refusedBy[reasonBatch] = valid
@@ -246,6 +241,33 @@ func (r *aepReceiver) convert(ctx context.Context, lines [][]byte) conversion {
 	}
 	out.logs = records.logs
 	return out
+}
+
+// project admits one event and projects it, down-levelled to its ceiling,
+// to a log record.
+func (r *aepReceiver) project(raw []byte) (agent string, lr plog.LogRecord, downlevelled bool, reason string, err error) {
+	ev, reason, err := admit(raw)
+	if err != nil {
+		return "", lr, false, reason, err
+	}
+	if len(r.cfg.Agents) > 0 && !slices.Contains(r.cfg.Agents, ev.Agent) {
+		return "", lr, false, reasonAgent, fmt.Errorf("agent %q is not one of the receiver's agents", truncate(ev.Agent))
+	}
+	passed := capture.Downlevel(ev, r.cfg.Capture.ceiling(ev.Type))
+	lr = plog.NewLogRecord()
+	if err := projection.ToLogRecord(passed, lr, projection.Options{}); err != nil {
+		return "", lr, false, reasonInvalid, err
+	}
+	return ev.Agent, lr, passed != ev, "", nil
+}
+
+// truncate bounds a sender's string quoted back to it.
+func truncate(s string) string {
+	const maxQuoted = 64
+	if len(s) <= maxQuoted {
+		return s
+	}
+	return s[:maxQuoted] + "…"
 }
 
 // admit decodes and checks one event: envelope and payload schema, no
@@ -283,15 +305,22 @@ func isCommand(eventType string) bool {
 	return len(parts) == 4 && parts[0] == "x" && parts[2] == "control"
 }
 
+// refuseEvents answers a body refused for one of its events: 403 for an
+// agent outside agents, else 400 invalid-event. A batch's answer names
+// the event's 0-based index as "line", as the aeprelay exporter reads it.
 func (r *aepReceiver) refuseEvents(w http.ResponseWriter, ref *eventRefusal, batch bool) {
-	r.rl.Warn("refused:"+ref.reason, "AEP events refused to the sender (HTTP 400)",
-		zap.String("reason", ref.reason), zap.Int("line", ref.line), zap.Error(ref.err))
-	body := map[string]any{"error": "invalid-event", "detail": ref.err.Error()}
+	status, code := http.StatusBadRequest, "invalid-event"
+	if ref.reason == reasonAgent {
+		status, code = http.StatusForbidden, "forbidden"
+	}
+	r.rl.Warn("refused:"+ref.reason, "AEP events refused to the sender; nothing was taken",
+		zap.Int("status", status), zap.String("reason", ref.reason), zap.Int("line", ref.line), zap.Error(ref.err))
+	body := map[string]any{"error": code, "detail": ref.err.Error()}
 	if batch {
 		body["detail"] = fmt.Sprintf("line %d: %s; nothing was taken", ref.line, ref.err)
 		body["line"] = ref.line
 	}
-	writeJSON(w, http.StatusBadRequest, body)
+	writeJSON(w, status, body)
 }
 
 // recordBuilder gathers log records in order, one ResourceLogs per run of

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -429,4 +430,40 @@ func TestRefusalDetailNamesTheRule(t *testing.T) {
 	assert.True(t, strings.HasPrefix(detail, "line 1: "), detail)
 	assert.Contains(t, detail, "/time")
 	assert.Contains(t, detail, "nothing was taken")
+}
+
+// With agents set, a body holding another agent's event is refused whole
+// with 403, even when it also holds an invalid event.
+func TestAgentsAllowList(t *testing.T) {
+	codex := bytes.ReplaceAll(runStarted, []byte("claude-code"), []byte("openhands"))
+	invalid := bytes.Replace(runStarted, []byte(`"seq":2,`), nil, 1)
+	h := newHarness(t, nil, nil, func(c *Config) { c.Agents = []string{"claude-code"} })
+
+	resp := h.post(toolRequested, invalid, codex)
+	require.Equal(t, http.StatusForbidden, resp.status, "%s", resp.raw)
+	assert.Equal(t, "forbidden", resp.body["error"])
+	assert.EqualValues(t, 2, resp.body["line"])
+	assert.Equal(t, int64(1), h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonAgent)))
+	assert.Empty(t, h.records())
+
+	require.Equal(t, http.StatusAccepted, h.post(toolRequested, runStarted).status)
+	assert.Len(t, h.records(), 2)
+}
+
+// A body without a Content-Length is cut at max_request_body_size as it
+// is read.
+func TestChunkedBodyOverTheLimit(t *testing.T) {
+	h := newHarness(t, nil, nil, func(c *Config) { c.MaxRequestBodySize = 4096 })
+	body := bytes.Repeat(ndjson(toolRequested), 30)
+	// A reader of unknown length: the client sends it chunked.
+	req, err := http.NewRequest(http.MethodPost, h.url+eventsPath, io.MultiReader(bytes.NewReader(body)))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	req.Header.Set("AEP-Version", "0.1")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	assert.Equal(t, int64(1), h.counter("otelcol_aepreceiver_requests_refused", attribute.String("reason", requestTooLarge)))
+	assert.Empty(t, h.records())
 }

@@ -14,6 +14,7 @@ const (
 	reasonInvalid      = "invalid"      // fails the envelope or payload schema, or cannot be projected
 	reasonCapture      = "capture"      // data above its declared capture
 	reasonCommand      = "command"      // a control command: never taken over HTTP POST
+	reasonAgent        = "agent"        // an agent outside agents (403)
 	reasonBatch        = "batch"        // valid, in a batch refused for another event
 	reasonBackpressure = "backpressure" // the pipeline refused for now (503)
 	reasonPipeline     = "pipeline"     // the pipeline refused for good
@@ -44,7 +45,7 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	t.accepted, errs[0] = m.Int64Counter("otelcol_aepreceiver_events_accepted",
 		metric.WithDescription("AEP events validated and handed to the pipeline (redeliveries included)."), metric.WithUnit("{event}"))
 	t.refused, errs[1] = m.Int64Counter("otelcol_aepreceiver_events_refused",
-		metric.WithDescription("AEP events refused to the sender and not passed on, by reason: invalid, capture, command, batch, backpressure, pipeline."),
+		metric.WithDescription("AEP events refused to the sender and not passed on, by reason: invalid, capture, command, agent, batch, backpressure, pipeline."),
 		metric.WithUnit("{event}"))
 	t.downlevelled, errs[2] = m.Int64Counter("otelcol_aepreceiver_events_downlevelled",
 		metric.WithDescription("AEP events above the capture ceiling, passed on down-levelled."), metric.WithUnit("{event}"))
