@@ -351,15 +351,16 @@ func TestGoldenRoundTrip(t *testing.T) {
 		sent = append(sent, g.Raw)
 	}
 	require.Len(t, commands, 2, "golden holds control.attention.respond and control.cancel")
+	full := func(c *Config) { c.Capture.Level = aep.CaptureFull }
 
 	t.Run("one batch", func(t *testing.T) {
-		h := newHarness(t, nil, nil, func(c *Config) { c.Capture.Level = aep.CaptureFull })
+		h := newHarness(t, nil, nil, full)
 		resp := h.post(sent...)
 		require.Equal(t, http.StatusAccepted, resp.status, "%s", resp.raw)
 		assertRoundTrip(t, sent, h.records())
 	})
 	t.Run("one event per request", func(t *testing.T) {
-		h := newHarness(t, nil, nil, func(c *Config) { c.Capture.Level = aep.CaptureFull })
+		h := newHarness(t, nil, nil, full)
 		for _, raw := range sent {
 			resp := h.do(request{contentType: "application/json", body: raw})
 			require.Equal(t, http.StatusAccepted, resp.status, "%s", resp.raw)
@@ -367,7 +368,7 @@ func TestGoldenRoundTrip(t *testing.T) {
 		assertRoundTrip(t, sent, h.records())
 	})
 	t.Run("commands are refused", func(t *testing.T) {
-		h := newHarness(t, nil, nil, func(c *Config) { c.Capture.Level = aep.CaptureFull })
+		h := newHarness(t, nil, nil, full)
 		for _, raw := range commands {
 			resp := h.do(request{contentType: "application/json", body: raw})
 			assert.Equal(t, http.StatusBadRequest, resp.status)
