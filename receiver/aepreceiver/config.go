@@ -29,6 +29,9 @@ type Config struct {
 	// an event of another agent is refused whole (403), so that a sender
 	// cannot speak as an agent it is not (the openhands receiver's, say).
 	Agents []string `mapstructure:"agents"`
+	// JSONL tails AEP session logs as a second input; off unless
+	// jsonl.directory is set.
+	JSONL JSONLConfig `mapstructure:"jsonl"`
 
 	_ struct{}
 }
@@ -76,7 +79,11 @@ func (cfg *Config) Validate() error {
 		configcheck.Duration{Key: "read_timeout", Value: cfg.ReadTimeout},
 		configcheck.Duration{Key: "read_header_timeout", Value: cfg.ReadHeaderTimeout},
 		configcheck.Duration{Key: "write_timeout", Value: cfg.WriteTimeout},
-		configcheck.Duration{Key: "dialer.timeout", Value: cfg.NetAddr.DialerConfig.Timeout})...)
+		configcheck.Duration{Key: "dialer.timeout", Value: cfg.NetAddr.DialerConfig.Timeout},
+		configcheck.Duration{Key: "jsonl.poll_interval", Value: cfg.JSONL.PollInterval, Positive: true})...)
+	if cfg.JSONL.Storage != nil && cfg.JSONL.Directory == "" {
+		errs = append(errs, errors.New("jsonl.storage: set only with jsonl.directory"))
+	}
 	if cfg.MaxRequestBodySize < 0 {
 		errs = append(errs, errors.New("max_request_body_size: must not be negative (0 is the default, 20 MiB)"))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,6 +43,7 @@ func TestLoadConfig(t *testing.T) {
 		assert.Empty(t, cfg.Capture.Categories)
 		assert.Equal(t, 10_000, cfg.MaxBatchEvents)
 		assert.Empty(t, cfg.Agents, "any agent")
+		assert.Equal(t, JSONLConfig{PollInterval: time.Second}, cfg.JSONL, "no tailing")
 		assert.False(t, cfg.Auth.HasValue())
 		assert.Zero(t, cfg.MaxRequestBodySize, "confighttp's default, 20 MiB")
 	})
@@ -57,6 +59,8 @@ func TestLoadConfig(t *testing.T) {
 		assert.Equal(t, int64(4194304), cfg.MaxRequestBodySize)
 		assert.Equal(t, 500, cfg.MaxBatchEvents)
 		assert.Equal(t, []string{"claude-code", "codex"}, cfg.Agents)
+		storageID := component.MustNewID("file_storage")
+		assert.Equal(t, JSONLConfig{Directory: "/var/log/aep", PollInterval: 500 * time.Millisecond, Storage: &storageID}, cfg.JSONL)
 		assert.Equal(t, map[string]aep.Capture{"attention": aep.CaptureRedacted}, cfg.Capture.Categories)
 	})
 
@@ -68,6 +72,8 @@ func TestLoadConfig(t *testing.T) {
 			"read_timeout: ",
 			"max_batch_events: must be at least 1",
 			"agents[0]: must not be empty",
+			"jsonl.poll_interval: ",
+			"jsonl.storage: set only with jsonl.directory",
 			`capture.level: unknown level "everything"`,
 			`capture.categories: unknown category "tools"`,
 			`capture.categories.run: unknown level "verbatim"`,

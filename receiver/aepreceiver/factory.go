@@ -2,6 +2,7 @@ package aepreceiver // import "github.com/otelcol-openhands/otelcol-openhands/re
 
 import (
 	"context"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/confighttp"
@@ -35,6 +36,7 @@ func createDefaultConfig() component.Config {
 		ServerConfig:   server,
 		Capture:        CaptureConfig{Level: aep.CaptureMetadata},
 		MaxBatchEvents: defaultMaxBatchEvents,
+		JSONL:          JSONLConfig{PollInterval: time.Second},
 	}
 }
 

@@ -39,6 +39,8 @@ type harness struct {
 	sink *consumertest.LogsSink
 	tel  *componenttest.Telemetry
 	url  string
+
+	stopOnce sync.Once
 }
 
 type harnessOption func(*Config)
@@ -53,6 +55,7 @@ func newHarness(t *testing.T, next func(*consumertest.LogsSink) consumer.Logs, h
 	require.NoError(t, cfg.Validate())
 	h := &harness{t: t, sink: new(consumertest.LogsSink), tel: componenttest.NewTelemetry()}
 	set := receivertest.NewNopSettings(componentType)
+	set.ID = component.NewID(componentType) // one id across restarts, as a collector keeps it
 	set.TelemetrySettings = h.tel.NewTelemetrySettings()
 	var logs consumer.Logs = h.sink
 	if next != nil {
@@ -64,12 +67,17 @@ func newHarness(t *testing.T, next func(*consumertest.LogsSink) consumer.Logs, h
 		host = componenttest.NewNopHost()
 	}
 	require.NoError(t, r.Start(context.Background(), host))
-	t.Cleanup(func() {
-		require.NoError(t, r.Shutdown(context.Background()))
-		require.NoError(t, h.tel.Shutdown(context.Background()))
-	})
 	h.rcv, h.url = r, "http://"+r.addr.String()
+	t.Cleanup(h.stop)
 	return h
+}
+
+// stop shuts the receiver down, once.
+func (h *harness) stop() {
+	h.stopOnce.Do(func() {
+		require.NoError(h.t, h.rcv.Shutdown(context.Background()))
+		require.NoError(h.t, h.tel.Shutdown(context.Background()))
+	})
 }
 
 // reply is one HTTP answer, its JSON body decoded when there is one.
@@ -187,11 +195,13 @@ func canonical(t *testing.T, raw []byte) string {
 	return string(out)
 }
 
-// switchableConsumer refuses with err while it is set, else passes on.
+// switchableConsumer refuses with err while it is set, else passes on;
+// refused, when set, is signalled (without blocking) on each refusal.
 type switchableConsumer struct {
 	*consumertest.LogsSink
-	mu  sync.Mutex
-	err error
+	refused chan struct{}
+	mu      sync.Mutex
+	err     error
 }
 
 func (c *switchableConsumer) set(err error) {
@@ -205,6 +215,10 @@ func (c *switchableConsumer) ConsumeLogs(ctx context.Context, ld plog.Logs) erro
 	err := c.err
 	c.mu.Unlock()
 	if err != nil {
+		select {
+		case c.refused <- struct{}{}:
+		default:
+		}
 		return err
 	}
 	return c.LogsSink.ConsumeLogs(ctx, ld)

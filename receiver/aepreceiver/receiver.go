@@ -42,6 +42,7 @@ type aepReceiver struct {
 	maxBody  int64
 	discover []byte // the discovery document, fixed by the configuration
 
+	tailer *tailer // nil unless jsonl.directory is set
 	server *http.Server
 	addr   net.Addr // where the server listens, once started
 	served sync.WaitGroup
@@ -62,10 +63,16 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*aepRe
 	if err != nil {
 		return nil, err
 	}
-	return &aepReceiver{
+	r := &aepReceiver{
 		cfg: cfg, set: set, next: next, tel: tel, obsrecv: obsrecv,
 		rl: ratelog.New(set.Logger, logEvery), discover: discover,
-	}, nil
+	}
+	if cfg.JSONL.Directory != "" {
+		if r.tailer, err = newTailer(r, cfg.JSONL); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
 func (r *aepReceiver) Start(ctx context.Context, host component.Host) error {
@@ -80,6 +87,11 @@ func (r *aepReceiver) Start(ctx context.Context, host component.Host) error {
 		return fmt.Errorf("aep receiver: build the HTTP server: %w", err)
 	}
 	r.maxBody = server.MaxRequestBodySize
+	if r.tailer != nil {
+		if err := r.tailer.start(ctx, host); err != nil {
+			return fmt.Errorf("aep receiver: %w", err)
+		}
+	}
 	ln, err := server.ToListener(ctx)
 	if err != nil {
 		return fmt.Errorf("aep receiver: listen on %s: %w", server.NetAddr.Endpoint, err)
@@ -97,10 +109,13 @@ func (r *aepReceiver) Start(ctx context.Context, host component.Host) error {
 }
 
 func (r *aepReceiver) Shutdown(ctx context.Context) error {
-	if r.server == nil {
-		return nil
+	var errs []error
+	if r.server != nil {
+		errs = append(errs, r.server.Shutdown(ctx))
+		r.served.Wait()
 	}
-	err := r.server.Shutdown(ctx)
-	r.served.Wait()
-	return err
+	if r.tailer != nil {
+		errs = append(errs, r.tailer.shutdown(ctx))
+	}
+	return errors.Join(errs...)
 }

@@ -15,6 +15,8 @@ const (
 	reasonCapture      = "capture"      // data above its declared capture
 	reasonCommand      = "command"      // a control command: never taken over HTTP POST
 	reasonAgent        = "agent"        // an agent outside agents (403)
+	reasonVersion      = "version"      // a JSONL line of another AEP version
+	reasonTooLarge     = "too_large"    // a JSONL line over max_request_body_size
 	reasonBatch        = "batch"        // valid, in a batch refused for another event
 	reasonBackpressure = "backpressure" // the pipeline refused for now (503)
 	reasonPipeline     = "pipeline"     // the pipeline refused for good
@@ -45,7 +47,7 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	t.accepted, errs[0] = m.Int64Counter("otelcol_aepreceiver_events_accepted",
 		metric.WithDescription("AEP events validated and handed to the pipeline (redeliveries included)."), metric.WithUnit("{event}"))
 	t.refused, errs[1] = m.Int64Counter("otelcol_aepreceiver_events_refused",
-		metric.WithDescription("AEP events refused to the sender and not passed on, by reason: invalid, capture, command, agent, batch, backpressure, pipeline."),
+		metric.WithDescription("AEP events refused to the sender and not passed on, by reason: invalid, capture, command, agent, batch, backpressure, pipeline; from JSONL also version, too_large."),
 		metric.WithUnit("{event}"))
 	t.downlevelled, errs[2] = m.Int64Counter("otelcol_aepreceiver_events_downlevelled",
 		metric.WithDescription("AEP events above the capture ceiling, passed on down-levelled."), metric.WithUnit("{event}"))
