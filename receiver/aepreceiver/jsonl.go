@@ -140,28 +140,12 @@ func (t *tailer) tail(ctx context.Context, path string) {
 		f = &tailedFile{offset: t.loadOffset(ctx, path)}
 		t.files[path] = f
 	}
-	file, err := os.Open(path)
+	file, err := t.openAt(path, f)
 	if err != nil {
 		t.r.rl.Warn("jsonl:open:"+path, "cannot open a JSONL session log", zap.String("path", path), zap.Error(err))
 		return
 	}
 	defer file.Close()
-	info, err := file.Stat()
-	if err != nil {
-		t.r.rl.Warn("jsonl:open:"+path, "cannot open a JSONL session log", zap.String("path", path), zap.Error(err))
-		return
-	}
-	if info.Size() < f.offset {
-		// Truncated or rewritten: an append-only log does neither, so
-		// what it holds now is new.
-		t.r.set.Logger.Warn("a JSONL session log shrank below its offset; reading it again from the start",
-			zap.String("path", path), zap.Int64("offset", f.offset), zap.Int64("size", info.Size()))
-		f.offset = 0
-	}
-	if _, err := file.Seek(f.offset, io.SeekStart); err != nil {
-		t.r.rl.Warn("jsonl:open:"+path, "cannot open a JSONL session log", zap.String("path", path), zap.Error(err))
-		return
-	}
 	br := bufio.NewReaderSize(file, 64<<10)
 	for ctx.Err() == nil {
 		lines, read, err := readLines(br, maxLinesPerBatch, t.r.maxBody)
@@ -181,15 +165,49 @@ func (t *tailer) tail(ctx context.Context, path string) {
 	}
 }
 
+// openAt opens path at f's offset, which it resets when the file shrank
+// below it.
+func (t *tailer) openAt(path string, f *tailedFile) (*os.File, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	info, err := file.Stat()
+	if err == nil && info.Size() < f.offset {
+		// Truncated or rewritten: an append-only log does neither, so
+		// what it holds now is new.
+		t.r.set.Logger.Warn("a JSONL session log shrank below its offset; reading it again from the start",
+			zap.String("path", path), zap.Int64("offset", f.offset), zap.Int64("size", info.Size()))
+		f.offset = 0
+	}
+	if err == nil {
+		_, err = file.Seek(f.offset, io.SeekStart)
+	}
+	if err != nil {
+		file.Close()
+		return nil, err
+	}
+	return file, nil
+}
+
 // pass checks lines and hands the admitted ones to the pipeline. It
 // reports whether the file may move past them: false when the pipeline
 // refused for now (the lines are read again next round).
 func (t *tailer) pass(ctx context.Context, path string, f *tailedFile, lines []jsonlLine) bool {
 	records := newRecordBuilder()
 	downlevelled := 0
+	// Skipped lines are reported once the batch is settled, so that a
+	// batch read again after backpressure does not count them twice.
+	var skipped []skippedLine
+	defer func() {
+		for _, s := range skipped {
+			t.skip(ctx, path, f, s)
+		}
+	}()
 	for _, line := range lines {
 		if line.tooLong {
-			t.skip(ctx, path, f, nil, reasonTooLarge, fmt.Errorf("the line is longer than max_request_body_size (%d bytes)", t.r.maxBody))
+			skipped = append(skipped, skippedLine{reason: reasonTooLarge,
+				err: fmt.Errorf("the line is longer than max_request_body_size (%d bytes)", t.r.maxBody)})
 			continue
 		}
 		if len(bytes.TrimSpace(line.raw)) == 0 {
@@ -197,7 +215,7 @@ func (t *tailer) pass(ctx context.Context, path string, f *tailedFile, lines []j
 		}
 		agent, lr, down, reason, err := t.r.project(line.raw)
 		if err != nil {
-			t.skip(ctx, path, f, line.raw, reason, err)
+			skipped = append(skipped, skippedLine{raw: line.raw, reason: reason, err: err})
 			continue
 		}
 		if down {
@@ -223,6 +241,7 @@ func (t *tailer) pass(ctx context.Context, path string, f *tailedFile, lines []j
 			zap.String("path", path), zap.Int("events", n), zap.Error(err))
 		return true
 	default:
+		skipped = nil
 		t.r.tel.eventsRefused(ctx, reasonBackpressure, n)
 		t.r.rl.Warn("jsonl:"+reasonBackpressure, "the pipeline refused AEP events of a JSONL session log for now; they are read again next round",
 			zap.String("path", path), zap.Int("events", n), zap.Error(err))
@@ -230,10 +249,17 @@ func (t *tailer) pass(ctx context.Context, path string, f *tailedFile, lines []j
 	}
 }
 
+// skippedLine is a line not passed on, and why.
+type skippedLine struct {
+	raw    []byte
+	reason string
+	err    error
+}
+
 // skip counts and reports a line that is not passed on. A line of another
 // AEP version is skipped and reported once per file (AEP-0003 §3.1).
-func (t *tailer) skip(ctx context.Context, path string, f *tailedFile, line []byte, reason string, err error) {
-	if version, ok := versionOf(line); ok && version != aep.Version {
+func (t *tailer) skip(ctx context.Context, path string, f *tailedFile, s skippedLine) {
+	if version, ok := versionOf(s.raw); ok && version != aep.Version {
 		t.r.tel.eventsRefused(ctx, reasonVersion, 1)
 		if !f.versionReported {
 			f.versionReported = true
@@ -242,9 +268,9 @@ func (t *tailer) skip(ctx context.Context, path string, f *tailedFile, line []by
 		}
 		return
 	}
-	t.r.tel.eventsRefused(ctx, reason, 1)
-	t.r.rl.Warn("jsonl:refused:"+reason, "skipping a line of a JSONL session log",
-		zap.String("path", path), zap.String("reason", reason), zap.Error(err))
+	t.r.tel.eventsRefused(ctx, s.reason, 1)
+	t.r.rl.Warn("jsonl:refused:"+s.reason, "skipping a line of a JSONL session log",
+		zap.String("path", path), zap.String("reason", s.reason), zap.Error(s.err))
 }
 
 // versionOf reads the aep attribute of a line that is a JSON object.

@@ -105,16 +105,21 @@ func TestJSONLBackpressureLosesNothing(t *testing.T) {
 		return next
 	}, nil, tailing(dir, nil))
 
-	appendTo(t, path, ndjson(toolRequested, runStarted))
-	select {
-	case <-refusals:
-	case <-time.After(waitFor):
-		t.Fatal("the tailer never offered the lines")
+	invalid := bytes.Replace(event("bad", 5, "run.started", `{}`), []byte(`"seq":5,`), nil, 1)
+	appendTo(t, path, ndjson(toolRequested, invalid, runStarted))
+	for range 2 { // offered, then read again
+		select {
+		case <-refusals:
+		case <-time.After(waitFor):
+			t.Fatal("the tailer never offered the lines")
+		}
 	}
 	assert.Empty(t, h.records())
 	next.set(nil)
 	h.awaitIDs("e1", "e2")
 	assert.Positive(t, h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonBackpressure)))
+	assert.Equal(t, int64(1), h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonInvalid)),
+		"a line skipped in a batch read again is counted once")
 }
 
 // With a storage extension a restart resumes at the stored offset: the
