@@ -353,20 +353,22 @@ func TestGoldenRoundTrip(t *testing.T) {
 	require.Len(t, commands, 2, "golden holds control.attention.respond and control.cancel")
 	full := func(c *Config) { c.Capture.Level = aep.CaptureFull }
 
-	t.Run("one batch", func(t *testing.T) {
-		h := newHarness(t, nil, nil, full)
-		resp := h.post(sent...)
-		require.Equal(t, http.StatusAccepted, resp.status, "%s", resp.raw)
-		assertRoundTrip(t, sent, h.records())
-	})
-	t.Run("one event per request", func(t *testing.T) {
-		h := newHarness(t, nil, nil, full)
-		for _, raw := range sent {
-			resp := h.do(request{contentType: "application/json", body: raw})
-			require.Equal(t, http.StatusAccepted, resp.status, "%s", resp.raw)
-		}
-		assertRoundTrip(t, sent, h.records())
-	})
+	for _, tt := range []struct {
+		name     string
+		requests []request
+	}{
+		{name: "one batch", requests: []request{{contentType: "application/x-ndjson", body: ndjson(sent...)}}},
+		{name: "one event per request", requests: singleEvents(sent)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil, nil, full)
+			for _, rq := range tt.requests {
+				resp := h.do(rq)
+				require.Equal(t, http.StatusAccepted, resp.status, "%s", resp.raw)
+			}
+			assertRoundTrip(t, sent, h.records())
+		})
+	}
 	t.Run("commands are refused", func(t *testing.T) {
 		h := newHarness(t, nil, nil, full)
 		for _, raw := range commands {
@@ -376,6 +378,14 @@ func TestGoldenRoundTrip(t *testing.T) {
 		}
 		assert.Empty(t, h.records())
 	})
+}
+
+func singleEvents(lines [][]byte) []request {
+	out := make([]request, len(lines))
+	for i, raw := range lines {
+		out[i] = request{contentType: "application/json", body: raw}
+	}
+	return out
 }
 
 func assertRoundTrip(t *testing.T, sent [][]byte, got []receivedRecord) {
