@@ -1,0 +1,402 @@
+package aepreceiver // import "github.com/otelcol-openhands/otelcol-openhands/receiver/aepreceiver"
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/capture"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/schema"
+)
+
+// retryAfterSeconds is the Retry-After of a 503: the pipeline refused
+// for now (a memory limiter under pressure), so the sender waits a moment
+// and resends the same events.
+const retryAfterSeconds = 1
+
+// handleEvents serves {base}/events: POST takes events, GET answers with
+// the discovery document (AEP-0003 §3.4: the same URL).
+func (r *aepReceiver) handleEvents(w http.ResponseWriter, req *http.Request) {
+	if req.Method == http.MethodPost {
+		r.ingest(w, req)
+		return
+	}
+	r.handleDiscovery(w, req)
+}
+
+func (r *aepReceiver) handleDiscovery(w http.ResponseWriter, req *http.Request) {
+	switch req.Method {
+	case http.MethodGet, http.MethodHead:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		if req.Method == http.MethodGet {
+			_, _ = w.Write(r.discover)
+		}
+	default:
+		allow := "GET, HEAD"
+		if req.URL.Path == eventsPath {
+			allow = "GET, HEAD, POST"
+		}
+		w.Header().Set("Allow", allow)
+		writeError(w, http.StatusMethodNotAllowed, "method-not-allowed", req.Method+" is not served here")
+	}
+}
+
+// ingest is the HTTP POST binding (AEP-0003 §3.2). Every event of the
+// body is checked before any is passed on; the body is taken whole (202)
+// or refused whole.
+func (r *aepReceiver) ingest(w http.ResponseWriter, req *http.Request) {
+	ctx := req.Context()
+	if !acceptsVersion(req.Header.Values("AEP-Version")) {
+		r.tel.requestRefusedFor(ctx, requestVersion)
+		writeJSON(w, http.StatusUpgradeRequired, map[string][]string{"versions": {aep.Version}})
+		return
+	}
+	batch, ok := isBatch(req.Header.Get("Content-Type"))
+	if !ok {
+		r.tel.requestRefusedFor(ctx, requestContentType)
+		writeError(w, http.StatusUnsupportedMediaType, "unsupported-media-type",
+			"Content-Type must be application/json (one event) or application/x-ndjson (a batch)")
+		return
+	}
+	body, status := r.readBody(req)
+	if status != 0 {
+		r.refuseBody(ctx, w, status)
+		return
+	}
+	lines := [][]byte{body}
+	if batch {
+		lines = splitLines(body)
+	}
+	if len(lines) > r.cfg.MaxBatchEvents {
+		r.tel.requestRefusedFor(ctx, requestTooManyEvents)
+		writeError(w, http.StatusRequestEntityTooLarge, "too-many-events",
+			fmt.Sprintf("the batch holds %d events, above max_batch_events (%d); nothing was taken", len(lines), r.cfg.MaxBatchEvents))
+		return
+	}
+	if len(lines) == 0 {
+		r.tel.eventsRefused(ctx, reasonInvalid, 1)
+		writeError(w, http.StatusBadRequest, "invalid-event", "the body holds no event")
+		return
+	}
+
+	conv := r.convert(ctx, lines)
+	if conv.refused != nil {
+		r.refuseEvents(w, conv.refused, batch)
+		return
+	}
+	n := conv.logs.LogRecordCount()
+	opCtx := r.obsrecv.StartLogsOp(ctx)
+	err := r.next.ConsumeLogs(opCtx, conv.logs)
+	r.obsrecv.EndLogsOp(opCtx, "aep", n, err)
+	switch {
+	case err == nil:
+		r.tel.accepted.Add(ctx, int64(n))
+		r.tel.downlevelled.Add(ctx, int64(conv.downlevelled))
+		w.WriteHeader(http.StatusAccepted)
+	case consumererror.IsPermanent(err):
+		r.tel.eventsRefused(ctx, reasonPipeline, n)
+		// As the otlp receiver answers a permanent error: the sender must
+		// not resend what can never be taken.
+		r.rl.Error(reasonPipeline, "the pipeline permanently refused AEP events; the sender was told (HTTP 400)",
+			zap.Int("events", n), zap.Error(err))
+		writeError(w, http.StatusBadRequest, "pipeline-refused", "the collector's pipeline refused the events for good")
+	default:
+		r.tel.eventsRefused(ctx, reasonBackpressure, n)
+		r.rl.Warn(reasonBackpressure, "the pipeline refused AEP events for now; the sender was told to retry (HTTP 503)",
+			zap.Int("events", n), zap.Error(err))
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "the collector's pipeline is busy; retry the same events")
+	}
+}
+
+// acceptsVersion reports whether the AEP-Version header names 0.1. A
+// comma-separated list of versions is read as the sender offering each.
+func acceptsVersion(values []string) bool {
+	for _, v := range values {
+		for offered := range strings.SplitSeq(v, ",") {
+			if strings.TrimSpace(offered) == aep.Version {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isBatch reads the Content-Type: application/json is one event,
+// application/x-ndjson a batch; ok is false for anything else.
+func isBatch(contentType string) (batch, ok bool) {
+	mediaType, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false, false
+	}
+	switch mediaType {
+	case "application/json":
+		return false, true
+	case "application/x-ndjson":
+		return true, true
+	}
+	return false, false
+}
+
+// readBody reads the body under max_request_body_size, answering a
+// declared oversize body before reading it. status is 0 on success.
+func (r *aepReceiver) readBody(req *http.Request) ([]byte, int) {
+	if req.ContentLength > r.maxBody {
+		return nil, http.StatusRequestEntityTooLarge
+	}
+	body, err := io.ReadAll(req.Body)
+	if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
+		return nil, http.StatusRequestEntityTooLarge
+	}
+	if err != nil {
+		return nil, http.StatusBadRequest
+	}
+	return body, 0
+}
+
+func (r *aepReceiver) refuseBody(ctx context.Context, w http.ResponseWriter, status int) {
+	if status == http.StatusRequestEntityTooLarge {
+		r.tel.requestRefusedFor(ctx, requestTooLarge)
+		writeError(w, status, "payload-too-large",
+			fmt.Sprintf("the body is larger than max_request_body_size (%d bytes); nothing was taken", r.maxBody))
+		return
+	}
+	r.tel.requestRefusedFor(ctx, requestUnreadable)
+	writeError(w, status, "unreadable-body", "the request body could not be read")
+}
+
+// splitLines cuts an NDJSON body into its lines; the newline after the
+// last one is optional. A blank line is kept, to be refused as an event.
+func splitLines(body []byte) [][]byte {
+	body = bytes.TrimSuffix(body, []byte("\n"))
+	if len(body) == 0 {
+		return nil
+	}
+	return bytes.Split(body, []byte("\n"))
+}
+
+// conversion is a body's events as log records, or why they are refused.
+type conversion struct {
+	logs         plog.Logs
+	downlevelled int
+	// refused is the first refused event; nil when every event passed.
+	refused *eventRefusal
+	// refusedBy counts the refused events by reason.
+	refusedBy map[string]int
+}
+
+// eventRefusal is why the event at index line was refused.
+type eventRefusal struct {
+	line   int
+	reason string
+	err    error
+}
+
+// convert checks every event and projects the accepted ones, in order. It
+// goes on past a refused event so that every refused event is counted.
+func (r *aepReceiver) convert(ctx context.Context, lines [][]byte) conversion {
+	out := conversion{refusedBy: make(map[string]int)}
+	records := newRecordBuilder()
+	valid := 0
+	for i, raw := range lines {
+		agent, lr, downlevelled, reason, err := r.project(raw)
+		if err != nil {
+			out.refusedBy[reason]++
+			// A forbidden agent outranks an invalid event: the answer is
+			// then 403, whatever else the body holds.
+			if out.refused == nil || reason == reasonAgent && out.refused.reason != reasonAgent {
+				out.refused = &eventRefusal{line: i, reason: reason, err: err}
+			}
+			continue
+		}
+		valid++
+		if downlevelled {
+			out.downlevelled++
+		}
+		records.add(agent, lr)
+	}
+	if out.refused != nil {
+		out.refusedBy[reasonBatch] = valid
+		for reason, n := range out.refusedBy {
+			r.tel.eventsRefused(ctx, reason, n)
+		}
+		return out
+	}
+	out.logs = records.logs
+	return out
+}
+
+// project admits one event and projects it, down-levelled to its ceiling,
+// to a log record.
+func (r *aepReceiver) project(raw []byte) (agent string, lr plog.LogRecord, downlevelled bool, reason string, err error) {
+	ev, reason, err := admit(raw)
+	if err != nil {
+		return "", lr, false, reason, err
+	}
+	if len(r.cfg.Agents) > 0 && !slices.Contains(r.cfg.Agents, ev.Agent) {
+		return "", lr, false, reasonAgent, fmt.Errorf("agent %q is not one of the receiver's agents", truncate(ev.Agent))
+	}
+	passed := capture.Downlevel(ev, r.cfg.Capture.ceiling(ev.Type))
+	lr = plog.NewLogRecord()
+	if err := projection.ToLogRecord(passed, lr, projection.Options{}); err != nil {
+		return "", lr, false, reasonInvalid, err
+	}
+	return ev.Agent, lr, passed != ev, "", nil
+}
+
+// truncate bounds a sender's string quoted back to it.
+func truncate(s string) string {
+	const maxQuoted = 64
+	if len(s) <= maxQuoted {
+		return s
+	}
+	return s[:maxQuoted] + "…"
+}
+
+// admit decodes and checks one event: envelope and payload schema, no
+// command, data within its declared capture.
+func admit(raw []byte) (*aep.Event, string, error) {
+	v, err := aep.DecodeValue(raw)
+	if err != nil {
+		return nil, reasonInvalid, fmt.Errorf("not one JSON value: %w", err)
+	}
+	if err := schema.ValidateValue(v); err != nil {
+		return nil, reasonInvalid, err
+	}
+	ev, err := aep.EventOf(v)
+	if err != nil {
+		return nil, reasonInvalid, err
+	}
+	if isCommand(ev.Type) {
+		return nil, reasonCommand, fmt.Errorf("%s is a control command: commands ride authenticated duplex bindings only (AEP-0004 §4.1), never this one", ev.Type)
+	}
+	if err := capture.CheckHonest(ev); err != nil {
+		return nil, reasonCapture, err
+	}
+	return ev, "", nil
+}
+
+// isCommand reports a control command: control.* other than the acks,
+// and x.{vendor}.control.*. Passed on, it would reach the AEP relay over
+// an exporter's authenticated link and be routed to an agent as if the
+// collector had sent it.
+func isCommand(eventType string) bool {
+	if rest, ok := strings.CutPrefix(eventType, "control."); ok {
+		return rest != "accepted" && rest != "rejected"
+	}
+	parts := strings.SplitN(eventType, ".", 4)
+	return len(parts) == 4 && parts[0] == "x" && parts[2] == "control"
+}
+
+// refuseEvents answers a body refused for one of its events: 403 for an
+// agent outside agents, else 400 invalid-event. A batch's answer names
+// the event's 0-based index as "line", as the aeprelay exporter reads it.
+func (r *aepReceiver) refuseEvents(w http.ResponseWriter, ref *eventRefusal, batch bool) {
+	status, code := http.StatusBadRequest, "invalid-event"
+	if ref.reason == reasonAgent {
+		status, code = http.StatusForbidden, "forbidden"
+	}
+	r.rl.Warn("refused:"+ref.reason, "AEP events refused to the sender; nothing was taken",
+		zap.Int("status", status), zap.String("reason", ref.reason), zap.Int("line", ref.line), zap.Error(ref.err))
+	body := map[string]any{"error": code, "detail": ref.err.Error()}
+	if batch {
+		body["detail"] = fmt.Sprintf("line %d: %s; nothing was taken", ref.line, ref.err)
+		body["line"] = ref.line
+	}
+	writeJSON(w, status, body)
+}
+
+// recordBuilder gathers log records in order, one ResourceLogs per run of
+// events from the same agent (resource service.name = agent, as the
+// openhands receiver sets it).
+type recordBuilder struct {
+	logs     plog.Logs
+	agent    string
+	records  plog.LogRecordSlice
+	started  bool
+	observed pcommon.Timestamp
+}
+
+func newRecordBuilder() *recordBuilder {
+	return &recordBuilder{logs: plog.NewLogs(), observed: pcommon.NewTimestampFromTime(time.Now())}
+}
+
+func (b *recordBuilder) add(agent string, lr plog.LogRecord) {
+	if !b.started || agent != b.agent {
+		rl := b.logs.ResourceLogs().AppendEmpty()
+		projection.SetResource(rl.Resource(), agent)
+		sl := rl.ScopeLogs().AppendEmpty()
+		sl.Scope().SetName(scopeName)
+		b.agent, b.records, b.started = agent, sl.LogRecords(), true
+	}
+	lr.SetObservedTimestamp(b.observed)
+	lr.MoveTo(b.records.AppendEmpty())
+}
+
+// discoveryDocument is the AEP-0003 §3.4 discovery object, advertising
+// only what this receiver does: the events endpoint, the capture levels
+// it passes on, and no commands.
+func discoveryDocument(c CaptureConfig) ([]byte, error) {
+	var levels []aep.Capture
+	for _, level := range []aep.Capture{aep.CaptureNone, aep.CaptureMetadata, aep.CaptureRedacted, aep.CaptureFull} {
+		if c.highest().Allows(level) {
+			levels = append(levels, level)
+		}
+	}
+	doc := map[string]any{
+		"aep":       []string{aep.Version},
+		"role":      "collector",
+		"endpoints": map[string]string{"events": eventsPath},
+		"capabilities": map[string]any{
+			"capture": levels,
+			"control": map[string][]string{"accepts": {}},
+		},
+	}
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("aep receiver: discovery document: %w", err)
+	}
+	return raw, nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, body any) {
+	raw, err := json.Marshal(body)
+	if err != nil {
+		status, raw = http.StatusInternalServerError, []byte(`{"error":"internal"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(raw)
+}
+
+func writeError(w http.ResponseWriter, status int, code, detail string) {
+	writeJSON(w, status, map[string]string{"error": code, "detail": detail})
+}
+
+// writeServerError answers what confighttp refuses before the handler
+// (failed authentication, an undecodable Content-Encoding) in the same
+// JSON shape as the binding's own errors.
+func writeServerError(w http.ResponseWriter, _ *http.Request, msg string, status int) {
+	code := strings.ReplaceAll(strings.ToLower(http.StatusText(status)), " ", "-")
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+	}
+	writeError(w, status, code, msg)
+}

@@ -1,0 +1,200 @@
+package aepreceiver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/extension/extensiontest"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+)
+
+// waitFor bounds every wait for the tailer; generous, as the machine may
+// be loaded. Waits end on the awaited state, never on the clock.
+const waitFor = 30 * time.Second
+
+func tailing(dir string, storage *component.ID) harnessOption {
+	return func(c *Config) {
+		c.JSONL = JSONLConfig{Directory: dir, PollInterval: 10 * time.Millisecond, Storage: storage}
+	}
+}
+
+// sessionLog is {dir}/claude-code/s1.jsonl.
+func sessionLog(t *testing.T, dir string) string {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "claude-code"), 0o755))
+	return filepath.Join(dir, "claude-code", "s1.jsonl")
+}
+
+func appendTo(t *testing.T, path string, data []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	require.NoError(t, err)
+	_, err = f.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+}
+
+// awaitIDs waits until the records received are exactly ids, in order.
+func (h *harness) awaitIDs(ids ...string) {
+	h.t.Helper()
+	var got []string
+	require.Eventually(h.t, func() bool {
+		got = got[:0]
+		for _, r := range h.records() {
+			id, _ := r.lr.Attributes().Get(projection.AttrEventID)
+			got = append(got, id.Str())
+		}
+		return len(got) >= len(ids)
+	}, waitFor, 10*time.Millisecond, "awaiting %v", ids)
+	assert.Equal(h.t, ids, got)
+}
+
+// The tailer passes on complete lines in order, holds a line still being
+// written until its newline, and skips (counting) what it cannot pass on:
+// an invalid line, a line of another AEP version, a command.
+func TestJSONLTailsSessionLogs(t *testing.T) {
+	dir := t.TempDir()
+	path := sessionLog(t, dir)
+	third := event("e3", 3, "run.started", `{}`)
+	appendTo(t, path, ndjson(toolRequested, runStarted))
+	appendTo(t, path, third[:20])
+
+	h := newHarness(t, nil, nil, tailing(dir, nil))
+	h.awaitIDs("e1", "e2")
+
+	newer := bytes.Replace(event("v2", 4, "run.started", `{}`), []byte(`"aep":"0.1"`), []byte(`"aep":"0.2"`), 1)
+	invalid := bytes.Replace(event("bad", 5, "run.started", `{}`), []byte(`"seq":5,`), nil, 1)
+	command := []byte(`{"aep":"0.1","id":"c1","type":"control.pause","time":"2026-07-03T10:15:03Z","source":"aep://ops/agent/mission-control","agent":"mission-control","session":"s1"}`)
+	appendTo(t, path, append(third[20:], '\n'))
+	appendTo(t, path, ndjson(newer, invalid, command, newer, event("e6", 6, "run.started", `{}`)))
+	h.awaitIDs("e1", "e2", "e3", "e6")
+
+	assert.Equal(t, int64(2), h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonVersion)))
+	assert.Equal(t, int64(1), h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonInvalid)))
+	assert.Equal(t, int64(1), h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonCommand)))
+	assert.Equal(t, int64(4), h.counter("otelcol_aepreceiver_events_accepted"))
+}
+
+// A file's offset moves only once the pipeline took its lines: refused
+// for now, they are read again, and arrive once, in order.
+func TestJSONLBackpressureLosesNothing(t *testing.T) {
+	dir := t.TempDir()
+	path := sessionLog(t, dir)
+	var next *switchableConsumer
+	refusals := make(chan struct{}, 1)
+	h := newHarness(t, func(sink *consumertest.LogsSink) consumer.Logs {
+		next = &switchableConsumer{LogsSink: sink, refused: refusals}
+		next.set(errors.New("data refused due to high memory usage"))
+		return next
+	}, nil, tailing(dir, nil))
+
+	invalid := bytes.Replace(event("bad", 5, "run.started", `{}`), []byte(`"seq":5,`), nil, 1)
+	appendTo(t, path, ndjson(toolRequested, invalid, runStarted))
+	for range 2 { // offered, then read again
+		select {
+		case <-refusals:
+		case <-time.After(waitFor):
+			t.Fatal("the tailer never offered the lines")
+		}
+	}
+	assert.Empty(t, h.records())
+	next.set(nil)
+	h.awaitIDs("e1", "e2")
+	assert.Positive(t, h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonBackpressure)))
+	assert.Equal(t, int64(1), h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonInvalid)),
+		"a line skipped in a batch read again is counted once")
+}
+
+// With a storage extension a restart resumes at the stored offset: the
+// lines read before it are not sent again. A file that shrank below its
+// offset is read again from its start.
+func TestJSONLResumesFromStorage(t *testing.T) {
+	dir := t.TempDir()
+	path := sessionLog(t, dir)
+	storageID := component.MustNewID("file_storage")
+	host := fileStorageHost(t, storageID, t.TempDir())
+
+	appendTo(t, path, ndjson(toolRequested, runStarted))
+	first := newHarness(t, nil, host, tailing(dir, &storageID))
+	first.awaitIDs("e1", "e2")
+	first.stop()
+
+	appendTo(t, path, ndjson(event("e3", 3, "run.started", `{}`)))
+	second := newHarness(t, nil, host, tailing(dir, &storageID))
+	second.awaitIDs("e3")
+	second.stop()
+
+	require.NoError(t, os.WriteFile(path, ndjson(event("e9", 0, "run.started", `{}`)), 0o644))
+	third := newHarness(t, nil, host, tailing(dir, &storageID))
+	third.awaitIDs("e9")
+}
+
+// Without storage a restart reads every file from its start again: a
+// redelivery, which consumers dedupe.
+func TestJSONLWithoutStorageReadsAgain(t *testing.T) {
+	dir := t.TempDir()
+	path := sessionLog(t, dir)
+	appendTo(t, path, ndjson(toolRequested))
+	first := newHarness(t, nil, nil, tailing(dir, nil))
+	first.awaitIDs("e1")
+	first.stop()
+	second := newHarness(t, nil, nil, tailing(dir, nil))
+	second.awaitIDs("e1")
+}
+
+// The golden stream written as a session log comes back through the
+// projection's inverse byte for byte after canonical JSON.
+func TestJSONLGoldenRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	var sent [][]byte
+	for _, g := range aeptest.Golden(t) {
+		if !isCommand(g.Event.Type) {
+			sent = append(sent, g.Raw)
+		}
+	}
+	appendTo(t, sessionLog(t, dir), ndjson(sent...))
+	h := newHarness(t, nil, nil, tailing(dir, nil), func(c *Config) { c.Capture.Level = aep.CaptureFull })
+	require.Eventually(t, func() bool { return len(h.records()) >= len(sent) }, waitFor, 10*time.Millisecond)
+	assertRoundTrip(t, sent, h.records())
+}
+
+func TestJSONLStorageMustExist(t *testing.T) {
+	missing := component.MustNewID("file_storage")
+	cfg := createDefaultConfig().(*Config)
+	cfg.NetAddr.Endpoint = "127.0.0.1:0"
+	tailing(t.TempDir(), &missing)(cfg)
+	r, err := newReceiver(cfg, receivertest.NewNopSettings(componentType), consumertest.NewNop())
+	require.NoError(t, err)
+	assert.ErrorContains(t, r.Start(context.Background(), componenttest.NewNopHost()), "jsonl.storage")
+	assert.NoError(t, r.Shutdown(context.Background()))
+}
+
+// fileStorageHost starts a file_storage extension on dir, offered as id.
+func fileStorageHost(t *testing.T, id component.ID, dir string) component.Host {
+	t.Helper()
+	f := filestorage.NewFactory()
+	cfg := f.CreateDefaultConfig().(*filestorage.Config)
+	cfg.Directory = dir
+	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), cfg)
+	require.NoError(t, err)
+	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, ext.Shutdown(context.Background())) })
+	return extensionsHost{id: ext}
+}
