@@ -40,7 +40,7 @@ type harness struct {
 	tel  *componenttest.Telemetry
 	url  string
 
-	stopOnce sync.Once
+	stopOnce, rcvOnce sync.Once
 }
 
 type harnessOption func(*Config)
@@ -72,12 +72,16 @@ func newHarness(t *testing.T, next func(*consumertest.LogsSink) consumer.Logs, h
 	return h
 }
 
-// stop shuts the receiver down, once.
+// stop shuts the receiver and its telemetry down, once.
 func (h *harness) stop() {
-	h.stopOnce.Do(func() {
-		require.NoError(h.t, h.rcv.Shutdown(context.Background()))
-		require.NoError(h.t, h.tel.Shutdown(context.Background()))
-	})
+	h.stopReceiver()
+	h.stopOnce.Do(func() { require.NoError(h.t, h.tel.Shutdown(context.Background())) })
+}
+
+// stopReceiver shuts the receiver down, once: its tailer's last round has
+// then settled, counts included, which the sink sees before they are made.
+func (h *harness) stopReceiver() {
+	h.rcvOnce.Do(func() { require.NoError(h.t, h.rcv.Shutdown(context.Background())) })
 }
 
 // reply is one HTTP answer, its JSON body decoded when there is one.

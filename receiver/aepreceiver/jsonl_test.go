@@ -85,6 +85,7 @@ func TestJSONLTailsSessionLogs(t *testing.T) {
 	appendTo(t, path, append(third[20:], '\n'))
 	appendTo(t, path, ndjson(newer, invalid, command, newer, event("e6", 6, "run.started", `{}`)))
 	h.awaitIDs("e1", "e2", "e3", "e6")
+	h.stopReceiver()
 
 	assert.Equal(t, int64(2), h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonVersion)))
 	assert.Equal(t, int64(1), h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonInvalid)))
@@ -117,6 +118,7 @@ func TestJSONLBackpressureLosesNothing(t *testing.T) {
 	assert.Empty(t, h.records())
 	next.set(nil)
 	h.awaitIDs("e1", "e2")
+	h.stopReceiver()
 	assert.Positive(t, h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonBackpressure)))
 	assert.Equal(t, int64(1), h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonInvalid)),
 		"a line skipped in a batch read again is counted once")
