@@ -4,5 +4,8 @@
 // as a child process with file_storage on the openhands receiver and on
 // the aeprelay exporter's sending queue, between a stub agent server and a
 // test relay that live in the test process, and kills, restarts and breaks
-// them in turn. The package has no non-test code.
+// them in turn. TestOTLPInbound runs the same binary as the aepinbound
+// processor's end-to-end test: Codex- and VS Code-shaped OTLP exports over
+// HTTP (protobuf, JSON) and gRPC, a kill -9 between them, and the AEP
+// stream checked at the relay. The package has no non-test code.
 package crashtest
