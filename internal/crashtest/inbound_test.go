@@ -73,20 +73,25 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// appendResource adds a resource naming the service, its version and one
+// more attribute (where the vendor puts identity), and returns its records.
+func appendResource(ld plog.Logs, service, version, key, value string) plog.LogRecordSlice {
+	rl := ld.ResourceLogs().AppendEmpty()
+	res := rl.Resource().Attributes()
+	res.PutStr("service.name", service)
+	res.PutStr("service.version", version)
+	res.PutStr(key, value)
+	return rl.ScopeLogs().AppendEmpty().LogRecords()
+}
+
 // codexExport is shaped as Codex's OTLP log exporter sends it: one
-// resource for the process (service.name, service.version, env, host.name),
+// resource for the process (service.name, service.version, host.name),
 // every field formatted as text, event.timestamp on every record and no
 // time fields set, two conversations in one process, and a record of
 // another kind that is not the vendor's.
 func codexExport(startSecond int, names ...string) plog.Logs {
 	ld := plog.NewLogs()
-	rl := ld.ResourceLogs().AppendEmpty()
-	res := rl.Resource().Attributes()
-	res.PutStr("service.name", "codex_cli_rs")
-	res.PutStr("service.version", "0.64.0")
-	res.PutStr("env", "dev")
-	res.PutStr("host.name", "ws-7")
-	lrs := rl.ScopeLogs().AppendEmpty().LogRecords()
+	lrs := appendResource(ld, "codex_cli_rs", "0.64.0", "host.name", "ws-7")
 	for i, name := range names {
 		lr := lrs.AppendEmpty()
 		a := lr.Attributes()
@@ -120,12 +125,7 @@ func codexExport(startSecond int, names ...string) plog.Logs {
 // fields set, a summary in the body.
 func vscodeExport() plog.Logs {
 	ld := plog.NewLogs()
-	rl := ld.ResourceLogs().AppendEmpty()
-	res := rl.Resource().Attributes()
-	res.PutStr("service.name", "copilot-chat")
-	res.PutStr("service.version", "0.38.0")
-	res.PutStr("session.id", "vsc-window-1")
-	lrs := rl.ScopeLogs().AppendEmpty().LogRecords()
+	lrs := appendResource(ld, "copilot-chat", "0.38.0", "session.id", "vsc-window-1")
 	at := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
 	add := func(body string, attrs map[string]any) {
 		lr := lrs.AppendEmpty()
