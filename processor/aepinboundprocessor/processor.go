@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
@@ -97,7 +98,9 @@ type batch struct {
 // the export, its records map again to the same positions, times and ids,
 // and a consumer that did take part of the first attempt sees legal
 // redeliveries (AEP-0001 §7 rule 4), never a gap or a second event at a
-// position.
+// position. A permanent refusal is not retried, so its positions stay
+// spent: a gap, which AEP allows, rather than a position reused by other
+// events.
 func (p *aepInbound) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -122,7 +125,7 @@ func (p *aepInbound) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 		return nil
 	}
 	err := p.next.ConsumeLogs(ctx, ld)
-	if err != nil {
+	if err != nil && !consumererror.IsPermanent(err) {
 		for st, pos := range b.before {
 			st.seq, st.started = pos.seq, pos.started
 		}

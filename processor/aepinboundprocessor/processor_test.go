@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -169,11 +170,13 @@ func TestSequencingPerSession(t *testing.T) {
 	assert.Positive(t, epochs[0])
 }
 
-// flakyConsumer refuses its first n batches, after passing them to sink
-// (a fan-out where one branch took the batch and another refused it).
+// flakyConsumer refuses its first n batches with err, after passing them
+// to sink (a fan-out where one branch took the batch and another refused
+// it).
 type flakyConsumer struct {
 	consumertest.LogsSink
 	refuse int
+	err    error
 }
 
 func (f *flakyConsumer) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
@@ -182,7 +185,7 @@ func (f *flakyConsumer) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	}
 	if f.refuse > 0 {
 		f.refuse--
-		return errors.New("queue full")
+		return f.err
 	}
 	return nil
 }
@@ -191,7 +194,7 @@ func (f *flakyConsumer) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 // the retry maps to the same positions and ids, so whatever took the first
 // attempt sees redeliveries, and the next export continues without a gap.
 func TestRefusedBatchGivesPositionsBack(t *testing.T) {
-	next := &flakyConsumer{refuse: 1}
+	next := &flakyConsumer{refuse: 1, err: errors.New("queue full")}
 	p := newTestProcessor(t, next, func(cfg *Config) { cfg.Mode = "primary" })
 	build := func(at time.Time, name string) plog.Logs {
 		e := newExport()
@@ -217,6 +220,28 @@ func TestRefusedBatchGivesPositionsBack(t *testing.T) {
 	// stays in the companion family, at the next position.
 	assert.Equal(t, "x.codex.otel.conversation_starts", got[2].Type)
 	assert.Equal(t, int64(1), *got[2].Seq)
+}
+
+// TestPermanentRefusalSpendsPositions: a permanent refusal is not retried,
+// so the next records take new positions and never reuse the refused ones.
+func TestPermanentRefusalSpendsPositions(t *testing.T) {
+	next := &flakyConsumer{refuse: 1, err: consumererror.NewPermanent(errors.New("bad data"))}
+	p := newTestProcessor(t, next, nil)
+	for i, kind := range []string{"response.created", "response.completed"} {
+		e := newExport()
+		addRecord(e.resource(codexResource()), t0.Add(time.Duration(i)*time.Second),
+			codexAttrs("conv-a", "codex.sse_event", map[string]any{"event.kind": kind}))
+		err := p.ConsumeLogs(context.Background(), e.ld)
+		require.Equal(t, i == 0, err != nil, "%v", err)
+	}
+	var checker stream.Checker
+	var seqs []int64
+	for _, ld := range next.AllLogs() {
+		events := aepEvents(t, ld)
+		checkStream(t, &checker, events)
+		seqs = append(seqs, *events[0].Seq)
+	}
+	assert.Equal(t, []int64{0, 1}, seqs)
 }
 
 func TestPrimaryOutcomes(t *testing.T) {
