@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 
+	"go.opentelemetry.io/collector/component"
+
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/processor/aepinboundprocessor/internal/vendormap"
 )
@@ -32,6 +34,9 @@ type Config struct {
 	SecretEnv []string `mapstructure:"secret_env"`
 	// RedactPII turns the PII step of the redaction pipeline on (default).
 	RedactPII bool `mapstructure:"redact_pii"`
+	// Storage is the id of a storage extension (e.g. file_storage) that
+	// keeps each session's position across restarts; nil keeps none.
+	Storage *component.ID `mapstructure:"storage"`
 
 	_ struct{}
 }

@@ -34,6 +34,7 @@ func TestLoadConfig(t *testing.T) {
 		assert.Equal(t, "otelcol", cfg.SourceHost)
 		assert.Equal(t, 10000, cfg.MaxSessions)
 		assert.True(t, cfg.RedactPII)
+		assert.Nil(t, cfg.Storage)
 	})
 	t.Run("primary", func(t *testing.T) {
 		cfg := loadConfig(t, "primary")
@@ -43,6 +44,7 @@ func TestLoadConfig(t *testing.T) {
 		assert.Equal(t, aep.CaptureRedacted, cfg.Capture.Level)
 		assert.Equal(t, "collector-1.example.internal", cfg.SourceHost)
 		assert.Equal(t, 50, cfg.MaxSessions)
+		assert.Equal(t, component.MustNewID("file_storage"), *cfg.Storage)
 	})
 	t.Run("invalid", func(t *testing.T) {
 		err := confmap.Validate(loadConfig(t, "invalid"))

@@ -33,5 +33,5 @@ func createDefaultConfig() component.Config {
 }
 
 func createLogs(_ context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
-	return newProcessor(cfg.(*Config), set.TelemetrySettings, next)
+	return newProcessor(set.ID, cfg.(*Config), set.TelemetrySettings, next)
 }

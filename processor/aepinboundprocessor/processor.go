@@ -2,7 +2,10 @@ package aepinboundprocessor // import "github.com/otelcol-openhands/otelcol-open
 
 import (
 	"context"
+	"errors"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -25,9 +28,7 @@ import (
 const maxSessionBytes = 256
 
 type aepInbound struct {
-	component.StartFunc
-	component.ShutdownFunc
-
+	id      component.ID
 	cfg     *Config
 	vendors []vendormap.Vendor
 	opts    vendormap.Options
@@ -40,9 +41,10 @@ type aepInbound struct {
 	// refused batch can give its positions back (see ConsumeLogs).
 	mu       sync.Mutex
 	sessions *sessionTable
+	store    *positionStore // nil without storage
 }
 
-func newProcessor(cfg *Config, set component.TelemetrySettings, next consumer.Logs) (*aepInbound, error) {
+func newProcessor(id component.ID, cfg *Config, set component.TelemetrySettings, next consumer.Logs) (*aepInbound, error) {
 	tel, err := newTelemetry(set)
 	if err != nil {
 		return nil, err
@@ -58,6 +60,7 @@ func newProcessor(cfg *Config, set component.TelemetrySettings, next consumer.Lo
 		return nil, err
 	}
 	return &aepInbound{
+		id:      id,
 		cfg:     cfg,
 		vendors: cfg.vendors(),
 		opts: vendormap.Options{
@@ -71,6 +74,34 @@ func newProcessor(cfg *Config, set component.TelemetrySettings, next consumer.Lo
 		now:      time.Now,
 		sessions: newSessionTable(cfg.MaxSessions, &epochClock{now: time.Now}),
 	}, nil
+}
+
+// Start opens the storage client when storage is configured.
+func (p *aepInbound) Start(ctx context.Context, host component.Host) error {
+	if p.cfg.Storage == nil {
+		return nil
+	}
+	store, err := openPositionStore(ctx, host, *p.cfg.Storage, p.id)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.store = store
+	p.mu.Unlock()
+	return nil
+}
+
+// Shutdown closes the storage client; every position it holds was
+// written before its batch left.
+func (p *aepInbound) Shutdown(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.store == nil {
+		return nil
+	}
+	err := p.store.close(ctx)
+	p.store = nil
+	return err
 }
 
 func (p *aepInbound) Capabilities() consumer.Capabilities {
@@ -89,6 +120,14 @@ type batch struct {
 	scopes   map[*sessionState]plog.LogRecordSlice
 	before   map[*sessionState]position
 	observed pcommon.Timestamp
+	err      error // storage could not be read: the batch is refused
+}
+
+// rollback gives every session the batch touched its position back.
+func (b *batch) rollback() {
+	for st, pos := range b.before {
+		st.seq, st.started = pos.seq, pos.started
+	}
 }
 
 // ConsumeLogs replaces each configured vendor's record with its AEP event
@@ -120,15 +159,21 @@ func (p *aepInbound) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 		})
 		return rl.ScopeLogs().Len() == 0
 	})
+	if b.err == nil && p.store != nil && len(b.before) > 0 {
+		b.err = p.store.save(ctx, slices.Collect(maps.Keys(b.before)))
+	}
+	if b.err != nil {
+		// Refused as a whole and retryable: the sender sends it again.
+		b.rollback()
+		return b.err
+	}
 	b.out.ResourceLogs().MoveAndAppendTo(ld.ResourceLogs())
 	if ld.ResourceLogs().Len() == 0 {
 		return nil
 	}
 	err := p.next.ConsumeLogs(ctx, ld)
 	if err != nil && !consumererror.IsPermanent(err) {
-		for st, pos := range b.before {
-			st.seq, st.started = pos.seq, pos.started
-		}
+		b.rollback()
 	}
 	return err
 }
@@ -138,6 +183,9 @@ func (p *aepInbound) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 // mode emits nothing for is removed, and one without a usable session or
 // whose event the projection refuses stays as it came.
 func (p *aepInbound) mapRecord(ctx context.Context, b *batch, res pcommon.Resource, lr plog.LogRecord, now time.Time) bool {
+	if b.err != nil {
+		return false
+	}
 	rec := vendormap.FromLogRecord(res, lr)
 	v, ok := vendormap.Classify(rec, p.vendors)
 	if !ok {
@@ -148,9 +196,10 @@ func (p *aepInbound) mapRecord(ctx context.Context, b *batch, res pcommon.Resour
 		p.tel.record(ctx, string(v), outcomeNoSession)
 		return false
 	}
-	st, evicted := p.sessions.get(sessionKey{v, session}, sourceURI(p.sourceHost(rec), v, session))
-	if evicted {
-		p.tel.evicted.Add(ctx, 1)
+	st, err := p.session(ctx, sessionKey{v, session}, rec)
+	if err != nil {
+		b.err = err
+		return false
 	}
 	opts := p.opts
 	opts.SessionStarted = st.started
@@ -187,6 +236,30 @@ func (p *aepInbound) mapRecord(ctx context.Context, b *batch, res pcommon.Resour
 	out.MoveTo(b.records(st).AppendEmpty())
 	p.tel.record(ctx, string(v), outcomeMapped)
 	return true
+}
+
+// session is key's state: in the table, else restored from storage, else
+// new in the current epoch.
+func (p *aepInbound) session(ctx context.Context, key sessionKey, rec vendormap.Record) (*sessionState, error) {
+	if st, ok := p.sessions.lookup(key); ok {
+		return st, nil
+	}
+	var restored *storedPosition
+	if p.store != nil {
+		var err error
+		restored, err = p.store.load(ctx, key)
+		switch {
+		case errors.Is(err, errUnreadablePosition):
+			p.logger.Warn("a stored session position is unreadable; the session continues in a new epoch", zap.Error(err))
+		case err != nil:
+			return nil, err
+		}
+	}
+	st, evicted := p.sessions.add(key, sourceURI(p.sourceHost(rec), key.vendor, key.session), restored)
+	if evicted {
+		p.tel.evicted.Add(ctx, 1)
+	}
+	return st, nil
 }
 
 // records is the batch's log record slice for st's session, created with

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumererror"
@@ -65,7 +66,7 @@ func newTestProcessor(t *testing.T, next consumer.Logs, edit func(*Config)) *aep
 		edit(cfg)
 	}
 	require.NoError(t, cfg.Validate())
-	p, err := newProcessor(cfg, componenttest.NewNopTelemetrySettings(), next)
+	p, err := newProcessor(component.MustNewID("aepinbound"), cfg, componenttest.NewNopTelemetrySettings(), next)
 	require.NoError(t, err)
 	return p
 }

@@ -64,13 +64,18 @@ func newSessionTable(limit int, epochs *epochClock) *sessionTable {
 	}
 }
 
-// get returns key's state, creating it with source when absent; evicted
-// reports whether another session was forgotten to make room.
-func (t *sessionTable) get(key sessionKey, source string) (st *sessionState, evicted bool) {
-	if st, ok := t.byKey[key]; ok {
+func (t *sessionTable) lookup(key sessionKey) (*sessionState, bool) {
+	st, ok := t.byKey[key]
+	if ok {
 		t.recent.MoveToFront(st.elem)
-		return st, false
 	}
+	return st, ok
+}
+
+// add creates key's state with source, at restored when the session has
+// a stored position, else at seq 0 of the current epoch; evicted reports
+// whether another session was forgotten to make room.
+func (t *sessionTable) add(key sessionKey, source string, restored *storedPosition) (st *sessionState, evicted bool) {
 	if len(t.byKey) >= t.limit {
 		oldest := t.recent.Remove(t.recent.Back()).(*sessionState)
 		delete(t.byKey, oldest.key)
@@ -80,6 +85,9 @@ func (t *sessionTable) get(key sessionKey, source string) (st *sessionState, evi
 		evicted = true
 	}
 	st = &sessionState{key: key, source: source, epoch: t.current}
+	if restored != nil {
+		st.epoch, st.seq, st.started = restored.Epoch, restored.Seq, restored.Started
+	}
 	st.elem = t.recent.PushFront(st)
 	t.byKey[key] = st
 	return st, evicted
