@@ -26,8 +26,15 @@ import (
 // inboundConfig runs the stock otlp receiver (HTTP and gRPC) into the
 // aepinbound processor and the aeprelay exporter over HTTP POST, the
 // binding that carries several agents (a socket carries its hello's one).
-func inboundConfig(httpAddr, grpcAddr, mode, relay string) string {
-	return fmt.Sprintf(`
+// A storageDir puts the processor's positions in file_storage there.
+func inboundConfig(httpAddr, grpcAddr, relay, storageDir string) string {
+	extensions, storage, enabled := "", "", ""
+	if storageDir != "" {
+		extensions = fmt.Sprintf("extensions:\n  file_storage:\n    directory: %s\n", storageDir)
+		storage = "\n    storage: file_storage"
+		enabled = "file_storage"
+	}
+	return fmt.Sprintf(`%s
 receivers:
   otlp:
     protocols:
@@ -37,7 +44,7 @@ receivers:
         endpoint: %s
 processors:
   aepinbound:
-    mode: %s
+    mode: primary%s
 exporters:
   aeprelay:
     endpoint: %s
@@ -49,6 +56,7 @@ exporters:
       max_interval: 200ms
       max_elapsed_time: 0s
 service:
+  extensions: [%s]
   telemetry:
     logs:
       level: warn
@@ -59,7 +67,7 @@ service:
       receivers: [otlp]
       processors: [aepinbound]
       exporters: [aeprelay]
-`, httpAddr, grpcAddr, mode, relay, relayToken)
+`, extensions, httpAddr, grpcAddr, storage, relay, relayToken, enabled)
 }
 
 // freeAddr is a loopback address nothing listens on right now.
@@ -217,15 +225,34 @@ func awaitTypes(t *testing.T, relay *aeprelaytest.Relay, agent, session string, 
 // TestOTLPInbound sends Codex- and VS Code-shaped OTLP exports over
 // OTLP/HTTP protobuf, OTLP/HTTP JSON and OTLP/gRPC to the built collector,
 // kills it and sends more, and checks the AEP stream at the relay: the
-// primary mode's types per session, no schema or stream violation, and a
-// later epoch for every session after the restart.
+// primary mode's types per session and no schema or stream violation.
+// Without storage every session continues in a later epoch after the
+// restart; with file_storage in the epoch it had, at the next seq.
 func TestOTLPInbound(t *testing.T) {
 	bin := collectorBinary(t)
+	for _, tc := range []struct {
+		name    string
+		storage bool
+	}{{"memory", false}, {"file_storage", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			otlpInbound(t, bin, tc.storage)
+		})
+	}
+}
+
+func otlpInbound(t *testing.T, bin string, withStorage bool) {
 	dir := t.TempDir()
 	relay := aeprelaytest.Start(t, aeprelaytest.Config{Token: relayToken, DrainTimeout: time.Second})
 	httpAddr, grpcAddr := freeAddr(t), freeAddr(t)
+	storageDir := ""
+	if withStorage {
+		storageDir = filepath.Join(dir, "storage")
+		if err := os.Mkdir(storageDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
 	config := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(config, []byte(inboundConfig(httpAddr, grpcAddr, "primary", relay.URL())), 0o600); err != nil {
+	if err := os.WriteFile(config, []byte(inboundConfig(httpAddr, grpcAddr, relay.URL(), storageDir)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(dir, "collector.log")
@@ -244,10 +271,9 @@ func TestOTLPInbound(t *testing.T) {
 	awaitTypes(t, relay, "vscode", "vsc-window-1", []string{"session.started", "tool.completed", "tool.failed",
 		"x.vscode.otel.inference_details", "x.vscode.otel.session.start"}, logPath)
 
-	// A collector killed and started again sequences the same sessions in
-	// a later epoch. The clock's second must move for that: a collector
-	// starts in longer than that, but the test does not lean on it.
-	before := relay.Received()
+	// Killed and started again. Without storage the new process's epoch is
+	// its start second, so the clock must move: a collector starts in
+	// longer than a second, but the test does not lean on it.
 	col.kill9(t)
 	time.Sleep(1100 * time.Millisecond)
 	col = startCollector(t, bin, config, log)
@@ -255,12 +281,9 @@ func TestOTLPInbound(t *testing.T) {
 	exportGRPC(t, grpcAddr, codexExport(20, "codex.sse_event", "codex.sse_event"))
 	awaitTypes(t, relay, "codex", "019a-conv-a", []string{"session.started", "tool.completed", "x.codex.otel.api_request", "x.codex.otel.sse_event"}, logPath)
 	awaitTypes(t, relay, "codex", "019a-conv-b", []string{"session.started", "tool.denied", "x.codex.otel.user_prompt", "x.codex.otel.sse_event"}, logPath)
-	if relay.Received() <= before {
-		t.Fatal("nothing arrived after the restart")
-	}
 
 	var checker stream.Checker
-	epochs := map[string][]int64{}
+	positions := map[string][][2]int64{}
 	for _, r := range relay.Events() {
 		if err := checker.Add(r.Event); err != nil {
 			t.Errorf("stream: %v", err)
@@ -271,15 +294,19 @@ func TestOTLPInbound(t *testing.T) {
 		if bytes.Contains(r.Raw, []byte("dev@example.com")) || bytes.Contains(r.Raw, []byte("README.md")) {
 			t.Errorf("%s %s carries content above the metadata ceiling: %s", r.Event.Type, r.Event.ID, r.Raw)
 		}
-		epochs[r.Event.Session] = append(epochs[r.Event.Session], r.Event.EffectiveEpoch())
+		positions[r.Event.Session] = append(positions[r.Event.Session], [2]int64{r.Event.EffectiveEpoch(), *r.Event.Seq})
 	}
 	for _, v := range relay.Violations() {
 		t.Errorf("relay: %s", v)
 	}
 	for _, session := range []string{"019a-conv-a", "019a-conv-b"} {
-		e := epochs[session]
-		if last := e[len(e)-1]; last <= e[0] {
-			t.Errorf("session %s: epochs %v, want a later one after the restart", session, e)
+		p := positions[session]
+		first, last := p[0], p[len(p)-1]
+		switch {
+		case withStorage && (last[0] != first[0] || last[1] != 3):
+			t.Errorf("session %s: positions %v, want the first epoch continued at seq 3", session, p)
+		case !withStorage && (last[0] <= first[0] || last[1] != 0):
+			t.Errorf("session %s: positions %v, want a later epoch from seq 0", session, p)
 		}
 	}
 }
