@@ -16,11 +16,13 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor/processortest"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/schema"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/stream"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrytest"
 )
 
 var t0 = time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
@@ -315,4 +317,24 @@ func TestFactoryCreatesProcessor(t *testing.T) {
 	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
 	assert.True(t, p.Capabilities().MutatesData)
 	require.NoError(t, p.Shutdown(context.Background()))
+}
+
+func TestInternalMetrics(t *testing.T) {
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	cfg := createDefaultConfig().(*Config)
+	cfg.Mode, cfg.MaxSessions = "primary", 1
+	p, err := newProcessor(component.MustNewID("aepinbound"), cfg, tel.NewTelemetrySettings(), consumertest.NewNop())
+	require.NoError(t, err)
+	e := newExport()
+	lrs := e.resource(codexResource())
+	addRecord(lrs, t0, codexAttrs("conv-a", "codex.api_request", nil))
+	addRecord(lrs, t0, codexAttrs("conv-b", "codex.tool_decision", map[string]any{"tool_name": "shell", "decision": "approved", "source": "user"}))
+	addRecord(lrs, t0, map[string]any{"event.name": "codex.api_request"})
+	require.NoError(t, p.ConsumeLogs(context.Background(), e.ld))
+	for outcome, want := range map[string]int64{outcomeMapped: 1, outcomeSkipped: 1, outcomeNoSession: 1} {
+		assert.Equal(t, want, telemetrytest.Counter(t, tel, "otelcol_aepinbound_records",
+			attribute.String("agent", "codex"), attribute.String("outcome", outcome)), outcome)
+	}
+	assert.Equal(t, int64(1), telemetrytest.Counter(t, tel, "otelcol_aepinbound_sessions_evicted"))
 }

@@ -9,6 +9,8 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/storageclient"
 )
 
 // positionStore keeps each session's position in a storage extension, so
@@ -31,19 +33,11 @@ type storedPosition struct {
 }
 
 // openPositionStore gets this processor's client of the storage
-// extension id, one per component as filelog's.
+// extension id.
 func openPositionStore(ctx context.Context, host component.Host, id, self component.ID) (*positionStore, error) {
-	ext, ok := host.GetExtensions()[id]
-	if !ok {
-		return nil, fmt.Errorf("storage: extension %q is not configured", id)
-	}
-	se, ok := ext.(storage.Extension)
-	if !ok {
-		return nil, fmt.Errorf("storage: extension %q is not a storage extension", id)
-	}
-	client, err := se.GetClient(ctx, component.KindProcessor, self, "")
+	client, err := storageclient.Get(ctx, host, id, component.KindProcessor, self)
 	if err != nil {
-		return nil, fmt.Errorf("storage: get a client of %q: %w", id, err)
+		return nil, err
 	}
 	return &positionStore{client: client}, nil
 }
