@@ -128,8 +128,9 @@ func (p *profile) companionData(rec Record, opts Options) map[string]any {
 		return nil
 	}
 	data := make(map[string]any, len(rec.Attributes))
+	session := p.sessionFrom(rec)
 	for k, v := range rec.Attributes {
-		if p.envelope[k] {
+		if p.envelope[k] || k == attrSessionID && v == session {
 			continue
 		}
 		need, isGated := p.gated[k]

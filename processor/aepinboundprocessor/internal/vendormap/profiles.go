@@ -92,7 +92,10 @@ var profiles = map[Vendor]*profile{
 			"copilot_chat.edit.feedback":                "edit.feedback",
 			"gen_ai.client.inference.operation.details": "inference_details",
 		},
-		envelope: set(attrEventName, attrSessionID),
+		// The record's session.id is left out only where it repeats the
+		// resource's (see companionData): on a start record it names the
+		// chat, one of several in a window's session.
+		envelope: set(attrEventName),
 		gated: map[string]aep.Capture{
 			"gen_ai.input.messages":      aep.CaptureRedacted,
 			"gen_ai.output.messages":     aep.CaptureRedacted,
