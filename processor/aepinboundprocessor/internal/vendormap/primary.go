@@ -52,9 +52,11 @@ func codexDecision(attrs map[string]any) primaryResult {
 	case "automation", "automated_reviewer", "automatedreviewer":
 		by = "runtime"
 	}
-	switch strings.ToLower(stringAttr(attrs, "decision")) {
-	case "deny", "denied", "abort":
-	default:
+	// Spellings across versions: deny (the fixture), denied, abort and
+	// denied_with_network_policy_deny (ReviewDecision lower-cased or made
+	// opaque); timed_out and the approvals are no denial.
+	decision := strings.ToLower(stringAttr(attrs, "decision"))
+	if !strings.HasPrefix(decision, "deny") && !strings.HasPrefix(decision, "denied") && decision != "abort" {
 		by = ""
 	}
 	if by == "" || tool == "" {
