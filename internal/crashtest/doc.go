@@ -6,5 +6,8 @@
 // server and a test relay that live in the test process, and kills,
 // restarts and breaks them in turn; the aepfile exporter's session logs
 // (fsync every_batch) must end up holding every event the relay got, once.
-// The package has no non-test code.
+// TestOTLPInbound runs the same binary as the aepinbound processor's
+// end-to-end test: Codex- and VS Code-shaped OTLP exports over HTTP
+// (protobuf, JSON) and gRPC, a kill -9 between them, and the AEP stream
+// checked at the relay. The package has no non-test code.
 package crashtest

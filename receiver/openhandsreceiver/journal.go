@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sync"
 
-	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/plog"
 )
@@ -36,24 +35,6 @@ type journal struct {
 
 	mu      sync.Mutex
 	indexed map[string]struct{}
-}
-
-// storageClient is the receiver's client of the storage extension id, as
-// filelog gets its own: one client per component, closed on shutdown.
-func storageClient(ctx context.Context, host component.Host, id, self component.ID) (storage.Client, error) {
-	ext, ok := host.GetExtensions()[id]
-	if !ok {
-		return nil, fmt.Errorf("storage: extension %q is not configured", id)
-	}
-	se, ok := ext.(storage.Extension)
-	if !ok {
-		return nil, fmt.Errorf("storage: extension %q is not a storage extension", id)
-	}
-	client, err := se.GetClient(ctx, component.KindReceiver, self, "")
-	if err != nil {
-		return nil, fmt.Errorf("storage: get a client of %q: %w", id, err)
-	}
-	return client, nil
 }
 
 func newJournal(client storage.Client, hostPort string) *journal {

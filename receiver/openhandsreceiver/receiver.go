@@ -26,6 +26,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/endpoint"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/ratelog"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/storageclient"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
 
@@ -95,7 +96,7 @@ func (r *openhandsReceiver) Start(ctx context.Context, host component.Host) erro
 	r.set.Logger.Info("openhands receiver starting", zap.Int64("aep.epoch", epoch), zap.Int("servers", len(r.cfg.Servers)),
 		zap.Bool("storage", r.cfg.Storage != nil), zap.Intp("shard.index", r.cfg.Shard.Index), zap.Int("shard.count", r.cfg.Shard.Count))
 	if r.cfg.Storage != nil {
-		client, err := storageClient(ctx, host, *r.cfg.Storage, r.set.ID)
+		client, err := storageclient.Get(ctx, host, *r.cfg.Storage, component.KindReceiver, r.set.ID)
 		if err != nil {
 			return err
 		}

@@ -1,5 +1,5 @@
 // Package configchecktest pins that a configuration refuses every negative
-// duration it holds.
+// duration it holds, and loads components' test configurations.
 package configchecktest // import "github.com/otelcol-openhands/otelcol-openhands/internal/configcheck/configchecktest"
 
 import (
