@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/storageclient"
 )
 
 // JSONLConfig tails AEP session logs (the JSONL binding, AEP-0003 §3.1).
@@ -74,7 +75,7 @@ func newTailer(r *aepReceiver, cfg JSONLConfig) (*tailer, error) {
 
 func (t *tailer) start(ctx context.Context, host component.Host) error {
 	if t.cfg.Storage != nil {
-		client, err := storageClient(ctx, host, *t.cfg.Storage, t.r.set.ID)
+		client, err := storageclient.Get(ctx, host, *t.cfg.Storage, component.KindReceiver, t.r.set.ID)
 		if err != nil {
 			return fmt.Errorf("jsonl.storage: %w", err)
 		}
@@ -374,18 +375,4 @@ func (t *tailer) storeOffset(ctx context.Context, path string, offset int64) {
 		t.r.rl.Error("jsonl:storage", "cannot store a JSONL offset; a restart reads those lines again",
 			zap.String("path", path), zap.Error(err))
 	}
-}
-
-// storageClient is the receiver's client of the storage extension id, one
-// per component as filelog gets its own, closed on shutdown.
-func storageClient(ctx context.Context, host component.Host, id, self component.ID) (storage.Client, error) {
-	se, ok := host.GetExtensions()[id].(storage.Extension)
-	if !ok {
-		return nil, fmt.Errorf("extension %q is not configured or not a storage extension", id)
-	}
-	client, err := se.GetClient(ctx, component.KindReceiver, self, "")
-	if err != nil {
-		return nil, fmt.Errorf("get a client of %q: %w", id, err)
-	}
-	return client, nil
 }
