@@ -226,7 +226,27 @@ func (g *gate) claims(id string) []Session {
 	return out
 }
 
-// execute decides one command: unsupported (the gate is off, its relay
+// recorded finds k's decision among those the claiming conversations
+// remember: after a restart the gate's memory is empty, while a
+// conversation restored from the receiver's storage still holds the
+// decisions recorded in its stream.
+func (g *gate) recorded(k commandKey, claims []Session) (decision, Session, bool) {
+	for _, s := range claims {
+		var d decision
+		found := false
+		s.Control(g.ctx, func(n *Notes) []*aep.Event {
+			d, found = n.recorded(k)
+			return nil
+		})
+		if found {
+			return d, s, true
+		}
+	}
+	return decision{}, nil, false
+}
+
+// execute decides one command: a redelivery its conversation remembers
+// is answered with the recorded ack; otherwise unsupported (the gate is off, its relay
 // link is not authenticated, or the type is not among the five), invalid
 // (malformed), refused (its session is claimed twice, or a guard), busy
 // (a write to the conversation is in flight or over its rate), or
@@ -240,6 +260,14 @@ func (g *gate) execute(raw []byte, ev *aep.Event, authenticated bool) {
 		g.tel.command(g.ctx, ev.Type, outcomeUnroutable)
 		g.rl.Warn("unroutable", "a command names a session no receiver registered with this gate observes; it cannot be acked (acks are sequenced events of the session)",
 			zap.String("id", ev.ID), zap.String("type", ev.Type), zap.String("session", ev.Session))
+		return
+	}
+	if d, owner, ok := g.recorded(k, claims); ok {
+		g.mu.Lock()
+		g.seen.record(k, d, owner)
+		g.mu.Unlock()
+		g.tel.command(g.ctx, ev.Type, outcomeReacked)
+		g.resend(owner, d)
 		return
 	}
 	// When two conversations claim the session (two agent servers list the

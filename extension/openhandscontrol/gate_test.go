@@ -126,6 +126,13 @@ func startGate(t *testing.T, cfg *Config, status string) *gateHarness {
 	stub := oh.Start(t, oh.Config{SessionAPIKeys: []string{"k"}})
 	conv, err := stub.CreateConversation(oh.ConversationOptions{Status: status})
 	require.NoError(t, err)
+	return newGateHarness(t, cfg, stub, conv)
+}
+
+// newGateHarness runs a new gate over conv, whose conversation is
+// observed with fresh notes in its last status.
+func newGateHarness(t *testing.T, cfg *Config, stub *oh.Server, conv *oh.Conversation) *gateHarness {
+	t.Helper()
 	tel := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 	set := extensiontest.NewNopSettings(componentType)
@@ -138,7 +145,7 @@ func startGate(t *testing.T, cfg *Config, status string) *gateHarness {
 	t.Cleanup(func() { require.NoError(t, g.Shutdown(context.Background())) })
 	base, err := url.Parse(stub.URL())
 	require.NoError(t, err)
-	view := &fakeView{status: status, capture: aep.CaptureRedacted}
+	view := &fakeView{status: conv.Status(), capture: aep.CaptureRedacted}
 	sess := &fakeSession{
 		server: Server{Name: "stub", Base: base, Key: "k", Client: &http.Client{Timeout: 5 * time.Second}},
 		view:   view, notes: NewNotes(view, cfg.Enabled),

@@ -39,14 +39,6 @@ type inflight struct {
 	answered chan struct{}
 }
 
-// decide records d as f's decision.
-func (f *inflight) decide(d decision) {
-	f.decision = d
-	if f.decided != nil {
-		f.decided(d)
-	}
-}
-
 // decision is a command's ack: the event and, for control.rejected, its
 // reason (which the event carries only when its capture level has data).
 type decision struct {
@@ -55,7 +47,7 @@ type decision struct {
 }
 
 // Notes is one conversation's control state: the commands whose outcome
-// the stream has yet to show. The receiver holds one per conversation and
+// the stream has yet to show, and the last ones decided. The receiver holds one per conversation and
 // uses it under the conversation's lock only: in Control, and in Decorate
 // on every mapped batch. A nil *Notes decorates nothing (no gate).
 type Notes struct {
@@ -72,6 +64,9 @@ type Notes struct {
 	writing *inflight
 	// writes is the conversation's rate limit, made on its first write.
 	writes *rate.Limiter
+	// decided are the conversation's most recent decided commands, oldest
+	// first (decisions.go): what its State carries across a restart.
+	decided []Decision
 }
 
 // NewNotes returns the control state of one conversation read through
@@ -186,7 +181,7 @@ func (n *Notes) reject(f *inflight, r *rejection, at time.Time) *aep.Event {
 			ev.Data["detail"] = detail
 		}
 	}
-	f.decide(decision{ack: ev, reason: r.reason})
+	n.decide(f, decision{ack: ev, reason: r.reason})
 	return ev
 }
 
@@ -196,7 +191,7 @@ func (n *Notes) accept(f *inflight, at time.Time) *aep.Event {
 	ev := n.view.NewEvent("control.accepted", at, ackKey(f.cmd))
 	ev.Cause = f.cmd.id
 	ev.Data = nil
-	f.decide(decision{ack: ev})
+	n.decide(f, decision{ack: ev})
 	return ev
 }
 

@@ -141,11 +141,11 @@ func TestControlWriteRedirectIsRefused(t *testing.T) {
 	h.waitLive(conv, 1)
 
 	handler := gate.(interface {
-		HandleCommand(ctx context.Context, raw []byte, ev *aep.Event)
+		HandleCommand(ctx context.Context, raw []byte, ev *aep.Event, authenticated bool)
 	})
 	handler.HandleCommand(context.Background(), nil, &aep.Event{
 		AEP: aep.Version, ID: "cmd-1", Type: "control.pause", Source: "aep://ops", Agent: "ops", Session: conv.ID(),
-	})
+	}, true)
 	require.Eventually(t, func() bool { return seen.count(http.MethodPost, "/api/conversations/") > 0 }, waitFor, tick)
 	var ack *aep.Event
 	require.Eventually(t, func() bool {

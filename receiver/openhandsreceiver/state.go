@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
 
@@ -32,6 +33,12 @@ type durableState struct {
 	// no duration or usage is put on a run that was open across the
 	// upgrade.
 	Decoration mapping.DecoratorState `json:"decoration,omitzero"`
+	// Control is what the control gate remembers of the conversation: its
+	// last decided commands with their recorded acks, so that a command
+	// redelivered after a restart is re-acked, never executed again.
+	// Written with the batch that carries the acks it records. Absent (an
+	// older state, or no gate) means nothing remembered.
+	Control openhandscontrol.State `json:"control,omitzero"`
 }
 
 // cursor is where a conversation's socket resumes reading.
@@ -97,6 +104,7 @@ func (c *conversation) snapshotLocked() durableState {
 		},
 		Mapping:    c.mapper.Snapshot(),
 		Decoration: c.decorator.State(),
+		Control:    c.notes.State(),
 	}
 }
 
@@ -109,4 +117,5 @@ func (c *conversation) restore(s durableState) {
 	}
 	c.mapper.Restore(s.Mapping)
 	c.decorator = mapping.NewDecorator(s.Decoration)
+	c.notes.Restore(s.Control)
 }

@@ -1,0 +1,86 @@
+package openhandscontrol // import "github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
+
+import (
+	"slices"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+)
+
+// keptDecisions bounds the decided commands one conversation remembers in
+// its State, which the receiver writes with every batch of the
+// conversation: AEP-0004 sets no horizon (a recorded ack lives as long as
+// the dedupe state), and a sender retries within its ack window, so the
+// commands a restart must still answer are the last few. 64 covers every
+// write the default rate limit allows in a 10 s window (burst 10, then
+// 1/s) with room for the refusals around them, and keeps the state small
+// (an ack is a few hundred bytes).
+const keptDecisions = 64
+
+// State is what the gate keeps of one conversation across a restart. The
+// receiver takes it with the conversation's durable state, in the storage
+// write that carries the batch of the acks it records, and hands it back
+// through Restore before the conversation runs again. The zero value is
+// nothing remembered.
+type State struct {
+	// Decided are the conversation's most recent decided commands, oldest
+	// first, at most keptDecisions.
+	Decided []Decision `json:"decided,omitempty"`
+}
+
+// Decision is one decided command: its AEP-0004 idempotency key and its
+// recorded ack, already sequenced in the conversation's session.
+type Decision struct {
+	Source string     `json:"source"`
+	ID     string     `json:"id"`
+	Ack    *aep.Event `json:"ack"`
+	// Reason is the control.rejected reason, "" for control.accepted (the
+	// ack carries it only when its capture level has data).
+	Reason string `json:"reason,omitempty"`
+}
+
+// State returns what of the conversation's control state survives a
+// restart. It is used under the conversation's lock; a nil *Notes has
+// nothing.
+func (n *Notes) State() State {
+	if n == nil {
+		return State{}
+	}
+	return State{Decided: slices.Clone(n.decided)}
+}
+
+// Restore puts a conversation that has not run yet in state s, as State
+// returned it before a restart. A record without an ack (a damaged
+// state) is dropped; a nil *Notes (no gate now) drops everything.
+func (n *Notes) Restore(s State) {
+	if n == nil {
+		return
+	}
+	n.decided = slices.DeleteFunc(slices.Clone(s.Decided), func(d Decision) bool { return d.Ack == nil })
+	n.decided = n.decided[max(0, len(n.decided)-keptDecisions):]
+}
+
+// decide records d as f's decision: in the conversation's memory and,
+// through f.decided, the gate's.
+func (n *Notes) decide(f *inflight, d decision) {
+	f.decision = d
+	n.decided = append(n.decided, Decision{Source: f.cmd.source, ID: f.cmd.id, Ack: d.ack, Reason: d.reason})
+	if len(n.decided) > keptDecisions {
+		n.decided = slices.Delete(n.decided, 0, 1)
+	}
+	if f.decided != nil {
+		f.decided(d)
+	}
+}
+
+// recorded returns the decision the conversation remembers for k.
+func (n *Notes) recorded(k commandKey) (decision, bool) {
+	if n == nil {
+		return decision{}, false
+	}
+	for _, d := range n.decided {
+		if d.Source == k.source && d.ID == k.id {
+			return decision{ack: d.Ack, reason: d.Reason}, true
+		}
+	}
+	return decision{}, false
+}
