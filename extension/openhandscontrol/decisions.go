@@ -25,6 +25,24 @@ type State struct {
 	// Decided are the conversation's most recent decided commands, oldest
 	// first, at most keptDecisions.
 	Decided []Decision `json:"decided,omitempty"`
+	// Pending are the commands written, or about to be, whose ack is
+	// undecided: restored, their notes let the stream decide them (their
+	// outcome seen: control.accepted), or a redelivery judge them afresh.
+	Pending []Pending `json:"pending,omitempty"`
+}
+
+// Pending is a forwarded command with an undecided ack: what its note
+// needs to recognise its outcome. Operator text is never kept: a
+// send_input keeps the digest of its text, a respond no deny reason (an
+// attention.answered after a restart echoes the option only).
+type Pending struct {
+	Source  string `json:"source"`
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	Agent   string `json:"agent,omitempty"`
+	Subject string `json:"subject,omitempty"`
+	Option  string `json:"option,omitempty"`
+	Digest  string `json:"digest,omitempty"`
 }
 
 // Decision is one decided command: its AEP-0004 idempotency key and its
@@ -45,18 +63,49 @@ func (n *Notes) State() State {
 	if n == nil {
 		return State{}
 	}
-	return State{Decided: slices.Clone(n.decided)}
+	s := State{Decided: slices.Clone(n.decided)}
+	for _, f := range n.notes() {
+		if f != nil && f.decision.ack == nil {
+			c := f.cmd
+			s.Pending = append(s.Pending, Pending{
+				Source: c.source, ID: c.id, Type: c.typ, Agent: c.agent, Subject: c.subject, Option: c.option, Digest: c.digest,
+			})
+		}
+	}
+	return s
 }
 
 // Restore puts a conversation that has not run yet in state s, as State
 // returned it before a restart. A record without an ack (a damaged
-// state) is dropped; a nil *Notes (no gate now) drops everything.
+// state) is dropped, and so is a pending command of a type that has no
+// note; a nil *Notes (no gate now) drops everything.
 func (n *Notes) Restore(s State) {
 	if n == nil {
 		return
 	}
 	n.decided = slices.DeleteFunc(slices.Clone(s.Decided), func(d Decision) bool { return d.Ack == nil })
 	n.decided = n.decided[max(0, len(n.decided)-keptDecisions):]
+	for _, p := range s.Pending {
+		if note := n.note(p.Type); note != nil {
+			*note = &inflight{restored: true, cmd: &command{
+				id: p.ID, source: p.Source, agent: p.Agent, typ: p.Type, subject: p.Subject, option: p.Option, digest: p.Digest,
+			}}
+		}
+	}
+}
+
+// restoredNote is the undecided note a restart restored for k, nil if
+// there is none.
+func (n *Notes) restoredNote(k commandKey) *inflight {
+	if n == nil {
+		return nil
+	}
+	for _, f := range n.notes() {
+		if f != nil && f.restored && f.decision.ack == nil && f.cmd.source == k.source && f.cmd.id == k.id {
+			return f
+		}
+	}
+	return nil
 }
 
 // decide records d as f's decision: in the conversation's memory and,

@@ -226,28 +226,10 @@ func (g *gate) claims(id string) []Session {
 	return out
 }
 
-// recorded finds k's decision among those the claiming conversations
-// remember: after a restart the gate's memory is empty, while a
-// conversation restored from the receiver's storage still holds the
-// decisions recorded in its stream.
-func (g *gate) recorded(k commandKey, claims []Session) (decision, Session, bool) {
-	for _, s := range claims {
-		var d decision
-		found := false
-		s.Control(g.ctx, func(n *Notes) []*aep.Event {
-			d, found = n.recorded(k)
-			return nil
-		})
-		if found {
-			return d, s, true
-		}
-	}
-	return decision{}, nil, false
-}
-
-// execute decides one command: a redelivery its conversation remembers
-// is answered with the recorded ack; otherwise unsupported (the gate is off, its relay
-// link is not authenticated, or the type is not among the five), invalid
+// execute decides one command: one its conversation remembers is
+// answered from there (answerRemembered); otherwise unsupported (the gate
+// is off, its relay link is not authenticated, or the type is not among
+// the five), invalid
 // (malformed), refused (its session is claimed twice, or a guard), busy
 // (a write to the conversation is in flight or over its rate), or
 // forwarded as one REST write whose result the reply guard turns into the
@@ -262,14 +244,6 @@ func (g *gate) execute(raw []byte, ev *aep.Event, authenticated bool) {
 			zap.String("id", ev.ID), zap.String("type", ev.Type), zap.String("session", ev.Session))
 		return
 	}
-	if d, owner, ok := g.recorded(k, claims); ok {
-		g.mu.Lock()
-		g.seen.record(k, d, owner)
-		g.mu.Unlock()
-		g.tel.command(g.ctx, ev.Type, outcomeReacked)
-		g.resend(owner, d)
-		return
-	}
 	// When two conversations claim the session (two agent servers list the
 	// same id, or two receivers observe one server), the command addresses
 	// only the session (AEP-0004 §2: no server, no target source), so no
@@ -280,6 +254,10 @@ func (g *gate) execute(raw []byte, ev *aep.Event, authenticated bool) {
 	// registered receiver's earliest observed) is a choice that does not
 	// depend on who listed the id last, and a redelivery re-sends the
 	// recorded nack from it.
+	deadline := time.Now().Add(g.cfg.ReplyGuard)
+	if g.answerRemembered(ev.Type, k, claims, time.Now().Add(g.cfg.ReplyGuard/2)) {
+		return
+	}
 	sess := claims[0]
 	f := &inflight{cmd: &command{id: ev.ID, source: ev.Source, agent: ev.Agent, session: ev.Session, typ: ev.Type}}
 	f.decided = func(d decision) { g.record(k, sess, f.cmd.typ, d) }
@@ -291,7 +269,73 @@ func (g *gate) execute(raw []byte, ev *aep.Event, authenticated bool) {
 		sess.Control(g.ctx, func(n *Notes) []*aep.Event { return []*aep.Event{n.reject(f, rej, time.Now())} })
 		return
 	}
-	g.decide(sess, f)
+	g.decide(sess, f, deadline)
+}
+
+// answerRemembered answers a command that a claiming conversation
+// remembers while the gate does not (the collector restarted): a decided
+// one with its recorded ack; one whose write was in flight when the
+// collector stopped (a note restored undecided) with the ack the stream
+// gives it on showing its outcome, awaited until by. It reports whether
+// the command is answered; a restored note still undecided by then is
+// dropped, and the command judged afresh.
+func (g *gate) answerRemembered(typ string, k commandKey, claims []Session, by time.Time) bool {
+	for _, s := range claims {
+		var d decision
+		var recorded bool
+		var f *inflight
+		decided := make(chan struct{})
+		s.Control(g.ctx, func(n *Notes) []*aep.Event {
+			if d, recorded = n.recorded(k); recorded {
+				return nil
+			}
+			if f = n.restoredNote(k); f != nil {
+				f.decided = func(d decision) {
+					g.record(k, s, typ, d)
+					close(decided)
+				}
+			}
+			return nil
+		})
+		switch {
+		case recorded:
+			g.mu.Lock()
+			g.seen.record(k, d, s)
+			g.mu.Unlock()
+			g.tel.command(g.ctx, typ, outcomeReacked)
+			g.resend(s, d)
+			return true
+		case f != nil:
+			return g.awaitShown(typ, s, f, decided, by)
+		}
+	}
+	return false
+}
+
+// awaitShown waits, until by, for the stream to decide the restored note
+// f (decided closes); the ack it gives answers every delivery. Past by,
+// f is dropped unless decided meanwhile.
+func (g *gate) awaitShown(typ string, s Session, f *inflight, decided <-chan struct{}, by time.Time) bool {
+	wait := time.NewTimer(time.Until(by))
+	defer wait.Stop()
+	select {
+	case <-decided:
+	case <-g.ctx.Done():
+	case <-wait.C:
+		shown := false
+		s.Control(g.ctx, func(n *Notes) []*aep.Event {
+			if shown = f.decision.ack != nil; !shown {
+				f.decided = nil
+				n.disarm(f)
+			}
+			return nil
+		})
+		if !shown {
+			return false
+		}
+	}
+	g.tel.command(g.ctx, typ, outcomeDuplicate)
+	return true
 }
 
 // decide runs the guards and, when they pass, the write. While another
@@ -299,8 +343,7 @@ func (g *gate) execute(raw []byte, ev *aep.Event, authenticated bool) {
 // that write may be about to change: the command waits for its answer and
 // is judged afresh, all within reply_guard of its arrival (so that its ack
 // still arrives inside the window), or is refused busy.
-func (g *gate) decide(sess Session, f *inflight) {
-	deadline := time.Now().Add(g.cfg.ReplyGuard)
+func (g *gate) decide(sess Session, f *inflight, deadline time.Time) {
 	for {
 		var writing *inflight
 		forwarded := false
@@ -319,8 +362,10 @@ func (g *gate) decide(sess Session, f *inflight) {
 			return nil
 		})
 		switch {
-		case forwarded:
+		case forwarded && g.save(sess, f):
 			g.forward(sess, f, deadline)
+			return
+		case forwarded:
 			return
 		case writing == nil: // decided
 			return
@@ -339,6 +384,21 @@ func (g *gate) decide(sess Session, f *inflight) {
 			return
 		}
 	}
+}
+
+// save stores f's note with its conversation before its write is made,
+// so that a restart can still decide it from the stream. A note storage
+// refuses is not written: the command is rejected busy.
+func (g *gate) save(sess Session, f *inflight) bool {
+	err := sess.Save(g.ctx)
+	if err == nil {
+		return true
+	}
+	g.rl.Warn("save", "refusing a command: the receiver's storage could not record it before its write",
+		zap.String("id", f.cmd.id), zap.String("type", f.cmd.typ), zap.String("session", f.cmd.session), zap.Error(err))
+	busy := &rejection{reason: reasonBusy, detail: "the collector's storage could not record the command before its write; nothing was written"}
+	sess.Control(g.ctx, func(n *Notes) []*aep.Event { return n.settle(f, result{rejection: busy}, time.Now()) })
+	return false
 }
 
 // conflict refuses a command whose session more than one observed

@@ -43,6 +43,8 @@ type fakeSession struct {
 	notes   *Notes
 	emitted []*aep.Event
 	resent  []*aep.Event
+	saved   []State
+	saveErr error         // what Save fails with
 	hold    chan struct{} // when set, Control waits for it to close
 }
 
@@ -55,6 +57,18 @@ func (s *fakeSession) Control(_ context.Context, fn func(n *Notes) []*aep.Event)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.emitted = append(s.emitted, fn(s.notes)...)
+}
+
+// Save records the control state as a receiver with storage would store
+// it.
+func (s *fakeSession) Save(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.saveErr != nil {
+		return s.saveErr
+	}
+	s.saved = append(s.saved, s.notes.State())
+	return nil
 }
 
 func (s *fakeSession) Resend(_ context.Context, ev *aep.Event) {

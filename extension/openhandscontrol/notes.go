@@ -28,6 +28,9 @@ type inflight struct {
 	// reply guard's expiry or the observed outcome itself decides it,
 	// whichever comes first.
 	decision decision
+	// restored marks a note a restart brought back (Notes.Restore): its
+	// write was made, or about to be, by the process before.
+	restored bool
 	// inputSent marks the send_input outcome as emitted.
 	inputSent bool
 	// decided, when set, learns the decision the moment it is made (under
@@ -59,6 +62,9 @@ type Notes struct {
 	pause, resume, interrupt *inflight
 	// respond marks the live attention request settling.
 	respond *inflight
+	// input is the send_input whose message the stream has yet to show
+	// (Said); a status change leaves it.
+	input *inflight
 	// writing is the command whose REST write has not answered yet: at
 	// most one write is in flight per conversation.
 	writing *inflight
@@ -150,24 +156,38 @@ func (n *Notes) hold(c *command, limit RateLimit) *rejection {
 // flight.
 func (n *Notes) arm(f *inflight) {
 	n.writing, f.answered = f, make(chan struct{})
-	switch f.cmd.typ {
-	case typePause:
-		n.pause = f
-	case typeResume:
-		n.resume = f
-	case typeInterrupt:
-		n.interrupt = f
-	case typeRespond:
-		n.respond = f
+	if note := n.note(f.cmd.typ); note != nil {
+		*note = f
 	}
+}
+
+// note is where the pending note of a command of type typ is kept; nil
+// for a type that has none.
+func (n *Notes) note(typ string) **inflight {
+	switch typ {
+	case typePause:
+		return &n.pause
+	case typeResume:
+		return &n.resume
+	case typeInterrupt:
+		return &n.interrupt
+	case typeRespond:
+		return &n.respond
+	case typeSendInput:
+		return &n.input
+	}
+	return nil
+}
+
+// notes are the pending notes, in a fixed order.
+func (n *Notes) notes() []*inflight {
+	return []*inflight{n.pause, n.resume, n.interrupt, n.respond, n.input}
 }
 
 // disarm drops f's note, if it is still armed.
 func (n *Notes) disarm(f *inflight) {
-	for _, note := range []**inflight{&n.pause, &n.resume, &n.interrupt, &n.respond} {
-		if *note == f {
-			*note = nil
-		}
+	if note := n.note(f.cmd.typ); note != nil && *note == f {
+		*note = nil
 	}
 }
 
@@ -227,13 +247,45 @@ func (n *Notes) settle(f *inflight, r result, at time.Time) []*aep.Event {
 	if r.rejection != nil {
 		n.disarm(f)
 	}
-	if r.written && f.cmd.typ == typeSendInput && !f.inputSent {
-		f.inputSent = true
-		sent := n.view.NewEvent("x.openhands.input.sent", at, "input\n"+f.cmd.source+"\n"+f.cmd.id)
-		sent.Cause = f.cmd.id
-		out = append(out, sent) // the text is never echoed
+	if r.written && f.cmd.typ == typeSendInput {
+		n.disarm(f) // its outcome is this answer
+		if !f.inputSent {
+			out = append(out, n.inputSent(f, at))
+		}
 	}
 	return out
+}
+
+// inputSent is a send_input's outcome, x.openhands.input.sent, which
+// never echoes the text.
+func (n *Notes) inputSent(f *inflight, at time.Time) *aep.Event {
+	f.inputSent = true
+	sent := n.view.NewEvent("x.openhands.input.sent", at, "input\n"+f.cmd.source+"\n"+f.cmd.id)
+	sent.Cause = f.cmd.id
+	return sent
+}
+
+// Said applies the gate to the batch mapped from a user message whose
+// text the stream shows, under the conversation's lock: when it is the
+// text of the pending send_input, the write landed, so the command is
+// acked control.accepted if still undecided, and its input.sent emitted
+// if not yet, both before the message's own events. That happens before
+// the REST answer when the stream is quicker and, after a restart, in
+// place of an answer lost with the process.
+func (n *Notes) Said(text string, out []*aep.Event, at time.Time) []*aep.Event {
+	if n == nil || n.input == nil || n.input.cmd.digest != digest(text) {
+		return out
+	}
+	f := n.input
+	n.input = nil
+	var first []*aep.Event
+	if f.decision.ack == nil {
+		first = append(first, n.accept(f, at))
+	}
+	if !f.inputSent {
+		first = append(first, n.inputSent(f, at))
+	}
+	return append(first, out...)
 }
 
 // Decorate applies the gate to one mapped batch, under the conversation's
@@ -251,7 +303,7 @@ func (n *Notes) settle(f *inflight, r result, at time.Time) []*aep.Event {
 //     control.accepted first (the stream shows the write landed), so an
 //     ack never follows its outcome.
 //
-// Any status change clears every note.
+// Any status change clears every note but a send_input's (Said).
 func (n *Notes) Decorate(prev string, out []*aep.Event, at time.Time) []*aep.Event {
 	if n == nil {
 		return out

@@ -33,8 +33,9 @@ service:
 
 // TestKill9Control kills the collector, with storage and the control gate
 // open, at the moments a command can be caught in: between its ack and
-// the sender's redelivery of it. The redelivery must get the recorded ack
-// byte for byte, and the agent server exactly one write.
+// the sender's redelivery of it, and between its write and its ack. Each
+// redelivery must get the recorded ack byte for byte, and the agent server
+// exactly one write per command.
 func TestKill9Control(t *testing.T) {
 	bin := collectorBinary(t)
 	r := newRig(t, setup{socket: "session", queue: noQueue})
@@ -66,6 +67,61 @@ func TestKill9Control(t *testing.T) {
 	if writes := r.stub.Writes(); len(writes) != 1 {
 		t.Errorf("%d REST writes reached the agent server, want exactly 1", len(writes))
 	}
+
+	// Between its write and its ack: the server appends the message at
+	// once but holds its answer, and the collector's socket is stalled, so
+	// neither tells it the write landed before it dies. After the restart
+	// the stream shows the message: the command is acked accepted.
+	r.stub.SetWriteFault(oh.WriteFault{AnswerDelay: time.Hour})
+	conv.StallSockets()
+	input = renderCommand(t, conv.ID(), "x.openhands.control.send_input", map[string]any{"text": "and the tests"})
+	r.route(t, input)
+	awaitUserMessages(t, conv, 2)
+	col.kill9(t)
+	r.stub.SetWriteFault(oh.WriteFault{})
+	col = startCollector(t, bin, r.logFile, r.config, gate)
+	r.awaitOutput(t, conv)
+	recorded = acks.next(t)
+	if ack, err := aep.Parse(recorded); err != nil || ack.Type != "control.accepted" || ack.Cause != commandID(t, input) {
+		t.Fatalf("the stream's ack is %s (%v), want control.accepted of the command in flight", recorded, err)
+	}
+	r.route(t, input)
+	if redelivered := acks.next(t); string(redelivered) != string(recorded) {
+		t.Errorf("the redelivery got another ack:\n%s\nwant the recorded one, byte for byte:\n%s", redelivered, recorded)
+	}
+	if writes := r.stub.Writes(); len(writes) != 2 {
+		t.Errorf("%d REST writes reached the agent server, want exactly 2 (one per command)", len(writes))
+	}
+}
+
+// awaitUserMessages waits until the conversation holds n user messages.
+func awaitUserMessages(t *testing.T, conv *oh.Conversation, n int) {
+	t.Helper()
+	deadline := time.Now().Add(deliveredWithin)
+	for {
+		count := 0
+		for _, ev := range conv.Events() {
+			if ev.Kind() == oh.KindMessageEvent && ev["source"] == "user" {
+				count++
+			}
+		}
+		if count >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d user messages within %s, want %d", count, deliveredWithin, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func commandID(t *testing.T, raw []byte) string {
+	t.Helper()
+	ev, err := aep.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev.ID
 }
 
 // awaitOutput makes the conversation's agent speak and waits until that

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -132,6 +134,19 @@ func (s *Server) faultyWrites(h http.Handler) http.Handler {
 			writeServerError(w, f.Detail)
 		case f.Status != 0:
 			writeDetail(w, f.Status, f.Detail)
+		case f.AnswerDelay > 0:
+			answer := httptest.NewRecorder()
+			h.ServeHTTP(answer, r)
+			t := time.NewTimer(f.AnswerDelay)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				return
+			}
+			maps.Copy(w.Header(), answer.Header())
+			w.WriteHeader(answer.Code)
+			_, _ = w.Write(answer.Body.Bytes())
 		default:
 			h.ServeHTTP(w, r)
 		}
