@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -201,4 +202,33 @@ func TestARedeliveryAfterARestartGetsTheStoredAck(t *testing.T) {
 	require.Eventually(t, func() bool { return len(acks(h2)) == 1 }, waitFor, tick, "no re-ack")
 	assert.Equal(t, recorded, acks(h2), "the recorded ack, byte for byte")
 	assert.Len(t, stub.Writes(), 1, "written once")
+}
+
+// TestTheStreamShowingASendInputAcksIt: the agent server appends the
+// message at once but answers late; the user message the stream shows
+// acks the send_input and emits its input.sent, before the answer.
+func TestTheStreamShowingASendInputAcksIt(t *testing.T) {
+	stub := startStub(t)
+	conv := newConversation(t, stub)
+	ext, gate := startOpenGate(t)
+	cfg := fastConfig(socketSession, stub)
+	cfg.Control = &gateID
+	h := startHarnessWith(t, cfg, map[component.ID]component.Component{gateID: ext})
+	h.waitLive(conv, 1)
+	stub.SetWriteFault(oh.WriteFault{AnswerDelay: time.Hour})
+	gate.HandleCommand(context.Background(), nil, &aep.Event{
+		AEP: aep.Version, ID: "c1", Type: "x.openhands.control.send_input", Source: "aep://ops", Agent: "ops",
+		Session: conv.ID(), Data: map[string]any{"text": "also run the linter"},
+	}, true)
+	var evs []*aep.Event
+	require.Eventually(t, func() bool {
+		evs = h.session(conv.ID())
+		return slices.ContainsFunc(evs, func(ev *aep.Event) bool { return ev.Type == "x.openhands.message.event" })
+	}, waitFor, tick, "the message never showed")
+	i := slices.IndexFunc(evs, func(ev *aep.Event) bool { return ev.Cause == "c1" })
+	require.GreaterOrEqual(t, i, 0, "no ack before the answer: %v", types(evs))
+	require.Greater(t, len(evs), i+2)
+	assert.Equal(t, []string{"control.accepted", "x.openhands.input.sent", "x.openhands.message.event"}, types(evs[i:i+3]))
+	assert.Equal(t, "c1", evs[i+1].Cause)
+	assert.Equal(t, "user", evs[i+2].Data["role"])
 }
