@@ -49,12 +49,7 @@ func TestARestartedGateAnswersFromTheConversationsMemory(t *testing.T) {
 	restarted.sess.notes.Restore(state)
 	restarted.register()
 	restarted.gate.HandleCommand(context.Background(), nil, input, true)
-	require.Eventually(t, func() bool {
-		restarted.sess.mu.Lock()
-		defer restarted.sess.mu.Unlock()
-		return len(restarted.sess.resent) == 1
-	}, waitFor, 5*time.Millisecond)
-	assert.Equal(t, ack, restarted.sess.resent[0], "the recorded ack, position included")
+	assert.Equal(t, ack, restarted.sess.awaitResent(t, 1)[0], "the recorded ack, position included")
 	assert.Empty(t, restarted.sess.events(), "no new decision")
 	assert.Len(t, h.stub.Writes(), 1, "written once")
 	assert.Equal(t, int64(1), restarted.counter(t, "otelcol_openhandscontrol_commands", attribute.String("outcome", outcomeReacked)))

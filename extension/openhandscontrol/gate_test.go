@@ -77,6 +77,19 @@ func (s *fakeSession) Resend(_ context.Context, ev *aep.Event) {
 	s.resent = append(s.resent, ev)
 }
 
+// awaitResent waits until n recorded acks were re-sent, and returns them.
+func (s *fakeSession) awaitResent(t *testing.T, n int) []*aep.Event {
+	t.Helper()
+	var resent []*aep.Event
+	require.Eventually(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		resent = slices.Clone(s.resent)
+		return len(resent) == n
+	}, waitFor, 5*time.Millisecond, "re-sent acks")
+	return resent
+}
+
 // observe is the receiver mapping a status flip of the conversation:
 // the view moves and the notes see the flip.
 func (s *fakeSession) observe(status string) {
@@ -276,12 +289,7 @@ func TestRedeliveries(t *testing.T) {
 	ack := h.await(t, "control.rejected", "c1")
 
 	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause), true)
-	require.Eventually(t, func() bool {
-		h.sess.mu.Lock()
-		defer h.sess.mu.Unlock()
-		return len(h.sess.resent) == 1
-	}, waitFor, 5*time.Millisecond)
-	assert.Same(t, ack, h.sess.resent[0], "the recorded ack, not a new decision")
+	assert.Same(t, ack, h.sess.awaitResent(t, 1)[0], "the recorded ack, not a new decision")
 
 	input := h.command("c2", typeSendInput)
 	input.Data = map[string]any{"text": "hi"}

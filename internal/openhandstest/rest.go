@@ -120,14 +120,8 @@ func (s *Server) faultyWrites(h http.Handler) http.Handler {
 		s.mu.Lock()
 		f := s.writeFault
 		s.mu.Unlock()
-		if f.Delay > 0 {
-			t := time.NewTimer(f.Delay)
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-r.Context().Done():
-				return
-			}
+		if !hold(r, f.Delay) {
+			return
 		}
 		switch {
 		case f.Status == http.StatusInternalServerError:
@@ -137,11 +131,7 @@ func (s *Server) faultyWrites(h http.Handler) http.Handler {
 		case f.AnswerDelay > 0:
 			answer := httptest.NewRecorder()
 			h.ServeHTTP(answer, r)
-			t := time.NewTimer(f.AnswerDelay)
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-r.Context().Done():
+			if !hold(r, f.AnswerDelay) {
 				return
 			}
 			maps.Copy(w.Header(), answer.Header())
@@ -151,6 +141,21 @@ func (s *Server) faultyWrites(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 		}
 	})
+}
+
+// hold holds request r for d; false when its client gave up first.
+func hold(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
 }
 
 // withConversation parses the UUID path parameter (422 if malformed) and
