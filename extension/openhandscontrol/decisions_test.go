@@ -196,3 +196,24 @@ func TestARedeliveryOfARestoredCommand(t *testing.T) {
 	}
 	assert.Equal(t, 2, acks, "one ack per command")
 }
+
+// TestARestoredNoteHoldsNothingBack: a restored note's write may never
+// have landed; another command of its verb is judged as if it were not
+// there, and a command over a link without credentials never touches it.
+func TestARestoredNoteHoldsNothingBack(t *testing.T) {
+	h := startGate(t, gateConfig(true), oh.StatusRunning)
+	h.register()
+	h.sess.mu.Lock()
+	h.sess.notes.Restore(State{Pending: []Pending{{Source: "aep://ops", ID: "c1", Type: typePause, Agent: "ops"}}})
+	h.sess.mu.Unlock()
+
+	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause), false)
+	assert.Equal(t, reasonUnsupported, h.await(t, "control.rejected", "c1").Data["reason"])
+	h.sess.mu.Lock()
+	assert.NotNil(t, h.sess.notes.restoredNote(commandKey{"aep://ops", "c1"}), "still the stream's to decide")
+	h.sess.mu.Unlock()
+
+	h.gate.HandleCommand(context.Background(), nil, h.command("c2", typePause), true)
+	h.await(t, "control.accepted", "c2")
+	assert.Len(t, h.stub.Writes(), 1)
+}

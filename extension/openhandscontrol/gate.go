@@ -255,7 +255,7 @@ func (g *gate) execute(raw []byte, ev *aep.Event, authenticated bool) {
 	// depend on who listed the id last, and a redelivery re-sends the
 	// recorded nack from it.
 	deadline := time.Now().Add(g.cfg.ReplyGuard)
-	if g.answerRemembered(ev.Type, k, claims, time.Now().Add(g.cfg.ReplyGuard/2)) {
+	if g.answerRemembered(ev.Type, k, claims, g.cfg.Enabled && authenticated, time.Now().Add(g.cfg.ReplyGuard/2)) {
 		return
 	}
 	sess := claims[0]
@@ -276,17 +276,18 @@ func (g *gate) execute(raw []byte, ev *aep.Event, authenticated bool) {
 // remembers while the gate does not (the collector restarted): a decided
 // one with its recorded ack; one whose write was in flight when the
 // collector stopped (a note restored undecided) with the ack the stream
-// gives it on showing its outcome, awaited until by. It reports whether
-// the command is answered; a restored note still undecided by then is
-// dropped, and the command judged afresh.
-func (g *gate) answerRemembered(typ string, k commandKey, claims []Session, by time.Time) bool {
+// gives it on showing its outcome, awaited until by, when the command
+// could be executed (trusted: the gate is on and its link authenticated).
+// It reports whether the command is answered; a restored note still
+// undecided by then is dropped, and the command judged afresh.
+func (g *gate) answerRemembered(typ string, k commandKey, claims []Session, trusted bool, by time.Time) bool {
 	for _, s := range claims {
 		var d decision
 		var recorded bool
 		var f *inflight
 		decided := make(chan struct{})
 		s.Control(g.ctx, func(n *Notes) []*aep.Event {
-			if d, recorded = n.recorded(k); recorded {
+			if d, recorded = n.recorded(k); recorded || !trusted {
 				return nil
 			}
 			if f = n.restoredNote(k); f != nil {

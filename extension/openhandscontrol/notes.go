@@ -113,7 +113,7 @@ func (n *Notes) guard(c *command) *rejection {
 			return refused("no attention request is pending (status %s)", shown)
 		case c.subject != live:
 			return refused("subject %s is not the live pending request %s", c.subject, live)
-		case n.respond != nil:
+		case written(n.respond) != nil:
 			return refused("a respond to %s (command %s) is already settling", live, n.respond.cmd.id)
 		}
 	}
@@ -133,11 +133,11 @@ func (n *Notes) hold(c *command, limit RateLimit) *rejection {
 	var pending *inflight
 	switch c.typ {
 	case typePause:
-		pending = cmp.Or(n.pause, n.interrupt)
+		pending = cmp.Or(written(n.pause), written(n.interrupt))
 	case typeInterrupt:
-		pending = n.interrupt // an interrupt may escalate a pending pause
+		pending = written(n.interrupt) // an interrupt may escalate a pending pause
 	case typeResume:
-		pending = n.resume
+		pending = written(n.resume)
 	}
 	if pending != nil {
 		return busy("%s (command %s) was written and its status change is not observed yet", pending.cmd.typ, pending.cmd.id)
@@ -149,6 +149,16 @@ func (n *Notes) hold(c *command, limit RateLimit) *rejection {
 		return busy("this conversation's write rate limit is reached (%g writes per second, burst %d)", limit.WritesPerSecond, limit.Burst)
 	}
 	return nil
+}
+
+// written is note f if this process wrote its command: a restored note
+// (its write may never have landed) holds no other command back, or one
+// lost write would refuse its verb until the status changes.
+func written(f *inflight) *inflight {
+	if f == nil || f.restored {
+		return nil
+	}
+	return f
 }
 
 // arm records a forwarded command's pending note, so that the status
