@@ -244,6 +244,10 @@ func (g *gate) execute(raw []byte, ev *aep.Event, authenticated bool) {
 			zap.String("id", ev.ID), zap.String("type", ev.Type), zap.String("session", ev.Session))
 		return
 	}
+	deadline := time.Now().Add(g.cfg.ReplyGuard)
+	if g.answerRemembered(ev.Type, k, claims, g.cfg.Enabled && authenticated, time.Now().Add(g.cfg.ReplyGuard/2)) {
+		return
+	}
 	// When two conversations claim the session (two agent servers list the
 	// same id, or two receivers observe one server), the command addresses
 	// only the session (AEP-0004 §2: no server, no target source), so no
@@ -254,10 +258,6 @@ func (g *gate) execute(raw []byte, ev *aep.Event, authenticated bool) {
 	// registered receiver's earliest observed) is a choice that does not
 	// depend on who listed the id last, and a redelivery re-sends the
 	// recorded nack from it.
-	deadline := time.Now().Add(g.cfg.ReplyGuard)
-	if g.answerRemembered(ev.Type, k, claims, g.cfg.Enabled && authenticated, time.Now().Add(g.cfg.ReplyGuard/2)) {
-		return
-	}
 	sess := claims[0]
 	f := &inflight{cmd: &command{id: ev.ID, source: ev.Source, agent: ev.Agent, session: ev.Session, typ: ev.Type}}
 	f.decided = func(d decision) { g.record(k, sess, f.cmd.typ, d) }

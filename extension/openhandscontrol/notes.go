@@ -50,9 +50,11 @@ type decision struct {
 }
 
 // Notes is one conversation's control state: the commands whose outcome
-// the stream has yet to show, and the last ones decided. The receiver holds one per conversation and
-// uses it under the conversation's lock only: in Control, and in Decorate
-// on every mapped batch. A nil *Notes decorates nothing (no gate).
+// the stream has yet to show, and the last ones decided. The receiver
+// holds one per conversation and uses it under the conversation's lock
+// only: in Control, in Decorate on every mapped batch, in Said on every
+// user message, and to take and restore its State. A nil *Notes decorates
+// nothing (no gate).
 type Notes struct {
 	view       View
 	answerable bool
