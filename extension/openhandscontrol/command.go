@@ -1,6 +1,8 @@
 package openhandscontrol // import "github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -59,7 +61,8 @@ type command struct {
 	option  string // approve or deny
 	text    string // answer.text: the deny reason, echoed redaction-gated
 	// send_input
-	input string
+	input  string
+	digest string // of input: what a note restored after a restart keeps of it
 }
 
 // parseCommand decodes and checks one command for a gate that accepts its
@@ -218,8 +221,15 @@ func (c *command) parseSendInput(data map[string]any, maxChars int) *rejection {
 	if rej := checkText("data.text", text, maxChars); rej != nil {
 		return rej
 	}
-	c.input = text
+	c.input, c.digest = text, digest(text)
 	return nil
+}
+
+// digest identifies an operator text without keeping it: the hex SHA-256
+// of its UTF-8 bytes.
+func digest(text string) string {
+	sum := sha256.Sum256([]byte(text))
+	return hex.EncodeToString(sum[:])
 }
 
 // write is one REST write: the path under the conversation and its JSON

@@ -226,8 +226,10 @@ func (g *gate) claims(id string) []Session {
 	return out
 }
 
-// execute decides one command: unsupported (the gate is off, its relay
-// link is not authenticated, or the type is not among the five), invalid
+// execute decides one command: one its conversation remembers is
+// answered from there (answerRemembered); otherwise unsupported (the gate
+// is off, its relay link is not authenticated, or the type is not among
+// the five), invalid
 // (malformed), refused (its session is claimed twice, or a guard), busy
 // (a write to the conversation is in flight or over its rate), or
 // forwarded as one REST write whose result the reply guard turns into the
@@ -240,6 +242,10 @@ func (g *gate) execute(raw []byte, ev *aep.Event, authenticated bool) {
 		g.tel.command(g.ctx, ev.Type, outcomeUnroutable)
 		g.rl.Warn("unroutable", "a command names a session no receiver registered with this gate observes; it cannot be acked (acks are sequenced events of the session)",
 			zap.String("id", ev.ID), zap.String("type", ev.Type), zap.String("session", ev.Session))
+		return
+	}
+	deadline := time.Now().Add(g.cfg.ReplyGuard)
+	if g.answerRemembered(ev.Type, k, claims, g.cfg.Enabled && authenticated, time.Now().Add(g.cfg.ReplyGuard/2)) {
 		return
 	}
 	// When two conversations claim the session (two agent servers list the
@@ -263,7 +269,74 @@ func (g *gate) execute(raw []byte, ev *aep.Event, authenticated bool) {
 		sess.Control(g.ctx, func(n *Notes) []*aep.Event { return []*aep.Event{n.reject(f, rej, time.Now())} })
 		return
 	}
-	g.decide(sess, f)
+	g.decide(sess, f, deadline)
+}
+
+// answerRemembered answers a command that a claiming conversation
+// remembers while the gate does not (the collector restarted): a decided
+// one with its recorded ack; one whose write was in flight when the
+// collector stopped (a note restored undecided) with the ack the stream
+// gives it on showing its outcome, awaited until by, when the command
+// could be executed (trusted: the gate is on and its link authenticated).
+// It reports whether the command is answered; a restored note still
+// undecided by then is dropped, and the command judged afresh.
+func (g *gate) answerRemembered(typ string, k commandKey, claims []Session, trusted bool, by time.Time) bool {
+	for _, s := range claims {
+		var d decision
+		var recorded bool
+		var f *inflight
+		decided := make(chan struct{})
+		s.Control(g.ctx, func(n *Notes) []*aep.Event {
+			if d, recorded = n.recorded(k); recorded || !trusted {
+				return nil
+			}
+			if f = n.restoredNote(k); f != nil {
+				f.decided = func(d decision) {
+					g.record(k, s, typ, d)
+					close(decided)
+				}
+			}
+			return nil
+		})
+		switch {
+		case recorded:
+			g.mu.Lock()
+			g.seen.record(k, d, s)
+			g.mu.Unlock()
+			g.tel.command(g.ctx, typ, outcomeReacked)
+			g.resend(s, d)
+			return true
+		case f != nil:
+			return g.awaitShown(typ, s, f, decided, by)
+		}
+	}
+	return false
+}
+
+// awaitShown waits, until by, for the stream to decide the restored note
+// f (decided closes); the ack it gives answers every delivery. Past by,
+// f is dropped unless decided meanwhile.
+func (g *gate) awaitShown(typ string, s Session, f *inflight, decided <-chan struct{}, by time.Time) bool {
+	wait := time.NewTimer(time.Until(by))
+	defer wait.Stop()
+	select {
+	case <-decided:
+	case <-g.ctx.Done():
+	case <-wait.C:
+		shown := false
+		s.Control(g.ctx, func(n *Notes) []*aep.Event {
+			if shown = f.decision.ack != nil; !shown {
+				f.decided = nil
+				n.disarm(f)
+			}
+			return nil
+		})
+		if !shown {
+			return false
+		}
+	}
+	g.tel.command(g.ctx, typ, outcomeDuplicate)
+	return true
 }
 
 // decide runs the guards and, when they pass, the write. While another
@@ -271,8 +344,7 @@ func (g *gate) execute(raw []byte, ev *aep.Event, authenticated bool) {
 // that write may be about to change: the command waits for its answer and
 // is judged afresh, all within reply_guard of its arrival (so that its ack
 // still arrives inside the window), or is refused busy.
-func (g *gate) decide(sess Session, f *inflight) {
-	deadline := time.Now().Add(g.cfg.ReplyGuard)
+func (g *gate) decide(sess Session, f *inflight, deadline time.Time) {
 	for {
 		var writing *inflight
 		forwarded := false
@@ -291,8 +363,10 @@ func (g *gate) decide(sess Session, f *inflight) {
 			return nil
 		})
 		switch {
-		case forwarded:
+		case forwarded && g.save(sess, f):
 			g.forward(sess, f, deadline)
+			return
+		case forwarded:
 			return
 		case writing == nil: // decided
 			return
@@ -311,6 +385,21 @@ func (g *gate) decide(sess Session, f *inflight) {
 			return
 		}
 	}
+}
+
+// save stores f's note with its conversation before its write is made,
+// so that a restart can still decide it from the stream. A note storage
+// refuses is not written: the command is rejected busy.
+func (g *gate) save(sess Session, f *inflight) bool {
+	err := sess.Save(g.ctx)
+	if err == nil {
+		return true
+	}
+	g.rl.Warn("save", "refusing a command: the receiver's storage could not record it before its write",
+		zap.String("id", f.cmd.id), zap.String("type", f.cmd.typ), zap.String("session", f.cmd.session), zap.Error(err))
+	busy := &rejection{reason: reasonBusy, detail: "the collector's storage could not record the command before its write; nothing was written"}
+	sess.Control(g.ctx, func(n *Notes) []*aep.Event { return n.settle(f, result{rejection: busy}, time.Now()) })
+	return false
 }
 
 // conflict refuses a command whose session more than one observed

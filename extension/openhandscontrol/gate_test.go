@@ -43,6 +43,8 @@ type fakeSession struct {
 	notes   *Notes
 	emitted []*aep.Event
 	resent  []*aep.Event
+	saved   []State
+	saveErr error         // what Save fails with
 	hold    chan struct{} // when set, Control waits for it to close
 }
 
@@ -57,10 +59,35 @@ func (s *fakeSession) Control(_ context.Context, fn func(n *Notes) []*aep.Event)
 	s.emitted = append(s.emitted, fn(s.notes)...)
 }
 
+// Save records the control state as a receiver with storage would store
+// it.
+func (s *fakeSession) Save(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.saveErr != nil {
+		return s.saveErr
+	}
+	s.saved = append(s.saved, s.notes.State())
+	return nil
+}
+
 func (s *fakeSession) Resend(_ context.Context, ev *aep.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.resent = append(s.resent, ev)
+}
+
+// awaitResent waits until n recorded acks were re-sent, and returns them.
+func (s *fakeSession) awaitResent(t *testing.T, n int) []*aep.Event {
+	t.Helper()
+	var resent []*aep.Event
+	require.Eventually(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		resent = slices.Clone(s.resent)
+		return len(resent) == n
+	}, waitFor, 5*time.Millisecond, "re-sent acks")
+	return resent
 }
 
 // observe is the receiver mapping a status flip of the conversation:
@@ -126,6 +153,13 @@ func startGate(t *testing.T, cfg *Config, status string) *gateHarness {
 	stub := oh.Start(t, oh.Config{SessionAPIKeys: []string{"k"}})
 	conv, err := stub.CreateConversation(oh.ConversationOptions{Status: status})
 	require.NoError(t, err)
+	return newGateHarness(t, cfg, stub, conv)
+}
+
+// newGateHarness runs a new gate over conv, whose conversation is
+// observed with fresh notes in its last status.
+func newGateHarness(t *testing.T, cfg *Config, stub *oh.Server, conv *oh.Conversation) *gateHarness {
+	t.Helper()
 	tel := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 	set := extensiontest.NewNopSettings(componentType)
@@ -138,7 +172,7 @@ func startGate(t *testing.T, cfg *Config, status string) *gateHarness {
 	t.Cleanup(func() { require.NoError(t, g.Shutdown(context.Background())) })
 	base, err := url.Parse(stub.URL())
 	require.NoError(t, err)
-	view := &fakeView{status: status, capture: aep.CaptureRedacted}
+	view := &fakeView{status: conv.Status(), capture: aep.CaptureRedacted}
 	sess := &fakeSession{
 		server: Server{Name: "stub", Base: base, Key: "k", Client: &http.Client{Timeout: 5 * time.Second}},
 		view:   view, notes: NewNotes(view, cfg.Enabled),
@@ -255,12 +289,7 @@ func TestRedeliveries(t *testing.T) {
 	ack := h.await(t, "control.rejected", "c1")
 
 	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause), true)
-	require.Eventually(t, func() bool {
-		h.sess.mu.Lock()
-		defer h.sess.mu.Unlock()
-		return len(h.sess.resent) == 1
-	}, waitFor, 5*time.Millisecond)
-	assert.Same(t, ack, h.sess.resent[0], "the recorded ack, not a new decision")
+	assert.Same(t, ack, h.sess.awaitResent(t, 1)[0], "the recorded ack, not a new decision")
 
 	input := h.command("c2", typeSendInput)
 	input.Data = map[string]any{"text": "hi"}

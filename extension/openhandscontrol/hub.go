@@ -49,6 +49,11 @@ type Session interface {
 	// Resend re-emits an already sequenced event unchanged, at its
 	// recorded position: a recorded ack answering a redelivered command.
 	Resend(ctx context.Context, ev *aep.Event)
+	// Save stores the conversation's control state (Notes.State) with its
+	// durable state now, when the receiver has storage (else it does
+	// nothing). The gate saves a command's note before its write, so that
+	// a restart knows the write may have been made.
+	Save(ctx context.Context) error
 }
 
 // Server is where a conversation lives: its REST base and the client and

@@ -28,6 +28,9 @@ type inflight struct {
 	// reply guard's expiry or the observed outcome itself decides it,
 	// whichever comes first.
 	decision decision
+	// restored marks a note a restart brought back (Notes.Restore): its
+	// write was made, or about to be, by the process before.
+	restored bool
 	// inputSent marks the send_input outcome as emitted.
 	inputSent bool
 	// decided, when set, learns the decision the moment it is made (under
@@ -39,14 +42,6 @@ type inflight struct {
 	answered chan struct{}
 }
 
-// decide records d as f's decision.
-func (f *inflight) decide(d decision) {
-	f.decision = d
-	if f.decided != nil {
-		f.decided(d)
-	}
-}
-
 // decision is a command's ack: the event and, for control.rejected, its
 // reason (which the event carries only when its capture level has data).
 type decision struct {
@@ -55,9 +50,11 @@ type decision struct {
 }
 
 // Notes is one conversation's control state: the commands whose outcome
-// the stream has yet to show. The receiver holds one per conversation and
-// uses it under the conversation's lock only: in Control, and in Decorate
-// on every mapped batch. A nil *Notes decorates nothing (no gate).
+// the stream has yet to show, and the last ones decided. The receiver
+// holds one per conversation and uses it under the conversation's lock
+// only: in Control, in Decorate on every mapped batch, in Said on every
+// user message, and to take and restore its State. A nil *Notes decorates
+// nothing (no gate).
 type Notes struct {
 	view       View
 	answerable bool
@@ -67,11 +64,17 @@ type Notes struct {
 	pause, resume, interrupt *inflight
 	// respond marks the live attention request settling.
 	respond *inflight
+	// input is the send_input whose message the stream has yet to show
+	// (Said); a status change leaves it.
+	input *inflight
 	// writing is the command whose REST write has not answered yet: at
 	// most one write is in flight per conversation.
 	writing *inflight
 	// writes is the conversation's rate limit, made on its first write.
 	writes *rate.Limiter
+	// decided are the conversation's most recent decided commands, oldest
+	// first (decisions.go): what its State carries across a restart.
+	decided []Decision
 }
 
 // NewNotes returns the control state of one conversation read through
@@ -112,7 +115,7 @@ func (n *Notes) guard(c *command) *rejection {
 			return refused("no attention request is pending (status %s)", shown)
 		case c.subject != live:
 			return refused("subject %s is not the live pending request %s", c.subject, live)
-		case n.respond != nil:
+		case written(n.respond) != nil:
 			return refused("a respond to %s (command %s) is already settling", live, n.respond.cmd.id)
 		}
 	}
@@ -132,11 +135,11 @@ func (n *Notes) hold(c *command, limit RateLimit) *rejection {
 	var pending *inflight
 	switch c.typ {
 	case typePause:
-		pending = cmp.Or(n.pause, n.interrupt)
+		pending = cmp.Or(written(n.pause), written(n.interrupt))
 	case typeInterrupt:
-		pending = n.interrupt // an interrupt may escalate a pending pause
+		pending = written(n.interrupt) // an interrupt may escalate a pending pause
 	case typeResume:
-		pending = n.resume
+		pending = written(n.resume)
 	}
 	if pending != nil {
 		return busy("%s (command %s) was written and its status change is not observed yet", pending.cmd.typ, pending.cmd.id)
@@ -150,29 +153,53 @@ func (n *Notes) hold(c *command, limit RateLimit) *rejection {
 	return nil
 }
 
+// written is note f if this process wrote its command: a restored note
+// (its write may never have landed) holds no other command back, or one
+// lost write would refuse its verb until the status changes.
+func written(f *inflight) *inflight {
+	if f == nil || f.restored {
+		return nil
+	}
+	return f
+}
+
 // arm records a forwarded command's pending note, so that the status
 // flip it causes is cause-linked to it, and its write as the one in
 // flight.
 func (n *Notes) arm(f *inflight) {
 	n.writing, f.answered = f, make(chan struct{})
-	switch f.cmd.typ {
-	case typePause:
-		n.pause = f
-	case typeResume:
-		n.resume = f
-	case typeInterrupt:
-		n.interrupt = f
-	case typeRespond:
-		n.respond = f
+	if note := n.note(f.cmd.typ); note != nil {
+		*note = f
 	}
+}
+
+// note is where the pending note of a command of type typ is kept; nil
+// for a type that has none.
+func (n *Notes) note(typ string) **inflight {
+	switch typ {
+	case typePause:
+		return &n.pause
+	case typeResume:
+		return &n.resume
+	case typeInterrupt:
+		return &n.interrupt
+	case typeRespond:
+		return &n.respond
+	case typeSendInput:
+		return &n.input
+	}
+	return nil
+}
+
+// notes are the pending notes, in a fixed order.
+func (n *Notes) notes() []*inflight {
+	return []*inflight{n.pause, n.resume, n.interrupt, n.respond, n.input}
 }
 
 // disarm drops f's note, if it is still armed.
 func (n *Notes) disarm(f *inflight) {
-	for _, note := range []**inflight{&n.pause, &n.resume, &n.interrupt, &n.respond} {
-		if *note == f {
-			*note = nil
-		}
+	if note := n.note(f.cmd.typ); note != nil && *note == f {
+		*note = nil
 	}
 }
 
@@ -186,7 +213,7 @@ func (n *Notes) reject(f *inflight, r *rejection, at time.Time) *aep.Event {
 			ev.Data["detail"] = detail
 		}
 	}
-	f.decide(decision{ack: ev, reason: r.reason})
+	n.decide(f, decision{ack: ev, reason: r.reason})
 	return ev
 }
 
@@ -196,7 +223,7 @@ func (n *Notes) accept(f *inflight, at time.Time) *aep.Event {
 	ev := n.view.NewEvent("control.accepted", at, ackKey(f.cmd))
 	ev.Cause = f.cmd.id
 	ev.Data = nil
-	f.decide(decision{ack: ev})
+	n.decide(f, decision{ack: ev})
 	return ev
 }
 
@@ -232,13 +259,45 @@ func (n *Notes) settle(f *inflight, r result, at time.Time) []*aep.Event {
 	if r.rejection != nil {
 		n.disarm(f)
 	}
-	if r.written && f.cmd.typ == typeSendInput && !f.inputSent {
-		f.inputSent = true
-		sent := n.view.NewEvent("x.openhands.input.sent", at, "input\n"+f.cmd.source+"\n"+f.cmd.id)
-		sent.Cause = f.cmd.id
-		out = append(out, sent) // the text is never echoed
+	if r.written && f.cmd.typ == typeSendInput {
+		n.disarm(f) // its outcome is this answer
+		if !f.inputSent {
+			out = append(out, n.inputSent(f, at))
+		}
 	}
 	return out
+}
+
+// inputSent is a send_input's outcome, x.openhands.input.sent, which
+// never echoes the text.
+func (n *Notes) inputSent(f *inflight, at time.Time) *aep.Event {
+	f.inputSent = true
+	sent := n.view.NewEvent("x.openhands.input.sent", at, "input\n"+f.cmd.source+"\n"+f.cmd.id)
+	sent.Cause = f.cmd.id
+	return sent
+}
+
+// Said applies the gate to the batch mapped from a user message whose
+// text the stream shows, under the conversation's lock: when it is the
+// text of the pending send_input, the write landed, so the command is
+// acked control.accepted if still undecided, and its input.sent emitted
+// if not yet, both before the message's own events. That happens before
+// the REST answer when the stream is quicker and, after a restart, in
+// place of an answer lost with the process.
+func (n *Notes) Said(text string, out []*aep.Event, at time.Time) []*aep.Event {
+	if n == nil || n.input == nil || n.input.cmd.digest != digest(text) {
+		return out
+	}
+	f := n.input
+	n.input = nil
+	var first []*aep.Event
+	if f.decision.ack == nil {
+		first = append(first, n.accept(f, at))
+	}
+	if !f.inputSent {
+		first = append(first, n.inputSent(f, at))
+	}
+	return append(first, out...)
 }
 
 // Decorate applies the gate to one mapped batch, under the conversation's
@@ -256,7 +315,7 @@ func (n *Notes) settle(f *inflight, r result, at time.Time) []*aep.Event {
 //     control.accepted first (the stream shows the write landed), so an
 //     ack never follows its outcome.
 //
-// Any status change clears every note.
+// Any status change clears every note but a send_input's (Said).
 func (n *Notes) Decorate(prev string, out []*aep.Event, at time.Time) []*aep.Event {
 	if n == nil {
 		return out

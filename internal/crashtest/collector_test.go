@@ -106,9 +106,14 @@ type collector struct {
 	exited chan struct{}
 }
 
-func startCollector(t *testing.T, bin, config string, log *os.File) *collector {
+// startCollector runs bin on configs, each merged over the ones before.
+func startCollector(t *testing.T, bin string, log *os.File, configs ...string) *collector {
 	t.Helper()
-	cmd := exec.Command(bin, "--config", config)
+	var args []string
+	for _, c := range configs {
+		args = append(args, "--config", c)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start the collector: %v", err)

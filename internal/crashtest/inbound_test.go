@@ -262,7 +262,7 @@ func otlpInbound(t *testing.T, bin string, withStorage bool) {
 	}
 	defer log.Close()
 
-	col := startCollector(t, bin, config, log)
+	col := startCollector(t, bin, log, config)
 	postOTLP(t, httpAddr, codexExport(0, "codex.conversation_starts", "codex.conversation_starts", "codex.tool_result", "codex.tool_decision"), false)
 	postOTLP(t, httpAddr, vscodeExport(), true)
 	exportGRPC(t, grpcAddr, codexExport(10, "codex.api_request", "codex.user_prompt"))
@@ -276,7 +276,7 @@ func otlpInbound(t *testing.T, bin string, withStorage bool) {
 	// longer than a second, but the test does not lean on it.
 	col.kill9(t)
 	time.Sleep(1100 * time.Millisecond)
-	col = startCollector(t, bin, config, log)
+	col = startCollector(t, bin, log, config)
 	defer col.stop()
 	exportGRPC(t, grpcAddr, codexExport(20, "codex.sse_event", "codex.sse_event"))
 	awaitTypes(t, relay, "codex", "019a-conv-a", []string{"session.started", "tool.completed", "x.codex.otel.api_request", "x.codex.otel.sse_event"}, logPath)

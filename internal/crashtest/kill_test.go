@@ -86,30 +86,62 @@ var setups = []setup{
 	{name: "events_socket/no_queue", socket: "events", queue: noQueue},
 }
 
-func killAndRestart(t *testing.T, bin string, setup setup) {
+// rig is what a collector under test runs between: a stub agent server,
+// a test relay, the collector's configuration (storage in a directory of
+// the test) and its log.
+type rig struct {
+	dir     string
+	stub    *oh.Server
+	relay   *aeprelaytest.Relay
+	config  string
+	logPath string
+	logFile *os.File
+	// sessions is the aepfile exporter's directory.
+	sessions string
+}
+
+func newRig(t *testing.T, setup setup) *rig {
+	t.Helper()
 	dir := t.TempDir()
 	storageDir := filepath.Join(dir, "storage")
 	if err := os.Mkdir(storageDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	stub := oh.Start(t, oh.Config{SessionAPIKeys: []string{stubKey}})
-	relay := aeprelaytest.Start(t, aeprelaytest.Config{Token: relayToken, DrainTimeout: time.Second})
-	config := filepath.Join(dir, "config.yaml")
-	sessionsDir := filepath.Join(dir, "sessions")
-	if err := os.WriteFile(config, []byte(collectorConfig(storageDir, stub.URL(), setup.socket, relay.URL(), setup.queue, sessionsDir)), 0o600); err != nil {
+	r := &rig{
+		dir:   dir,
+		stub:  oh.Start(t, oh.Config{SessionAPIKeys: []string{stubKey}}),
+		relay: aeprelaytest.Start(t, aeprelaytest.Config{Token: relayToken, DrainTimeout: time.Second}),
+		// The aepfile exporter's session logs.
+		sessions: filepath.Join(dir, "sessions"),
+	}
+	r.config = r.writeConfig(t, "config.yaml", collectorConfig(storageDir, r.stub.URL(), setup.socket, r.relay.URL(), setup.queue, r.sessions))
+	r.logPath = filepath.Join(dir, "collector.log")
+	var err error
+	if r.logFile, err = os.Create(r.logPath); err != nil {
 		t.Fatal(err)
 	}
-	logPath := filepath.Join(dir, "collector.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
 	t.Cleanup(func() {
+		r.logFile.Close()
 		if t.Failed() {
-			t.Logf("collector log (tail):\n%s", logTail(logPath, 60))
+			t.Logf("collector log (tail):\n%s", logTail(r.logPath, 60))
 		}
 	})
+	return r
+}
+
+// writeConfig writes a configuration file of the rig and returns its path.
+func (r *rig) writeConfig(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(r.dir, name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func killAndRestart(t *testing.T, bin string, setup setup) {
+	r := newRig(t, setup)
+	stub, relay, config, logFile, logPath, sessionsDir := r.stub, r.relay, r.config, r.logFile, r.logPath, r.sessions
 
 	var convs []*oh.Conversation
 	for range conversations {
@@ -119,14 +151,14 @@ func killAndRestart(t *testing.T, bin string, setup setup) {
 		}
 		convs = append(convs, c)
 	}
-	col := startCollector(t, bin, config, logFile)
+	col := startCollector(t, bin, logFile, config)
 	defer func() { col.stop() }()
 	restart := func() {
 		if !col.running() {
 			t.Fatalf("the collector exited on its own:\n%s", logTail(logPath, 30))
 		}
 		col.kill9(t)
-		col = startCollector(t, bin, config, logFile)
+		col = startCollector(t, bin, logFile, config)
 	}
 
 	// Phase 1: kill -9 at random points while every conversation streams.

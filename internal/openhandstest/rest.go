@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -118,24 +120,42 @@ func (s *Server) faultyWrites(h http.Handler) http.Handler {
 		s.mu.Lock()
 		f := s.writeFault
 		s.mu.Unlock()
-		if f.Delay > 0 {
-			t := time.NewTimer(f.Delay)
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-r.Context().Done():
-				return
-			}
+		if !hold(r, f.Delay) {
+			return
 		}
 		switch {
 		case f.Status == http.StatusInternalServerError:
 			writeServerError(w, f.Detail)
 		case f.Status != 0:
 			writeDetail(w, f.Status, f.Detail)
+		case f.AnswerDelay > 0:
+			answer := httptest.NewRecorder()
+			h.ServeHTTP(answer, r)
+			if !hold(r, f.AnswerDelay) {
+				return
+			}
+			maps.Copy(w.Header(), answer.Header())
+			w.WriteHeader(answer.Code)
+			_, _ = w.Write(answer.Body.Bytes())
 		default:
 			h.ServeHTTP(w, r)
 		}
 	})
+}
+
+// hold holds request r for d; false when its client gave up first.
+func hold(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
 }
 
 // withConversation parses the UUID path parameter (422 if malformed) and

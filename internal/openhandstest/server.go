@@ -117,6 +117,10 @@ type WriteFault struct {
 	// without acting on it (500 renders like an unhandled exception).
 	Status int
 	Detail string
+	// AnswerDelay serves each write at once, then holds its answer this
+	// long: the server acted, and a client that gives up (or dies) first
+	// never learns it did.
+	AnswerDelay time.Duration
 }
 
 // ErrConversationDeleted is returned by scripting calls on a deleted conversation.

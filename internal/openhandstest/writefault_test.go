@@ -1,6 +1,7 @@
 package openhandstest
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -30,7 +31,30 @@ func TestWriteFault(t *testing.T) {
 	assert.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond)
 	assert.Equal(t, StatusPaused, c.Status(), "a delayed write still acts")
 
+	s.SetWriteFault(WriteFault{AnswerDelay: time.Minute})
+	ctx, giveUp := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL()+"/api/conversations/"+c.ID()+"/run", http.NoBody)
+	require.NoError(t, err)
+	req.Header.Set("X-Session-API-Key", testKey)
+	answered := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		answered <- err
+	}()
+	require.Eventually(t, func() bool { return c.Status() == StatusRunning }, waitTimeout, 5*time.Millisecond,
+		"a write whose answer is held acts at once")
+	select {
+	case err := <-answered:
+		t.Fatalf("answered before AnswerDelay (%v)", err)
+	default:
+	}
+	giveUp()
+	assert.ErrorIs(t, <-answered, context.Canceled, "a client that gives up never learns it acted")
+
 	s.SetWriteFault(WriteFault{})
-	status, _ = api.do("POST", "/api/conversations/"+c.ID()+"/run", nil)
+	status, _ = api.do("POST", pause, nil)
 	assert.Equal(t, http.StatusOK, status)
 }

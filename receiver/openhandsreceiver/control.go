@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"go.opentelemetry.io/collector/component"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
 
 // The receiver's side of the control gate (extension/openhandscontrol):
@@ -111,4 +113,34 @@ func (c *conversation) Resend(ctx context.Context, ev *aep.Event) {
 	if err := c.emitter.consume(ctx, c.emitter.records([]*aep.Event{ev})); err != nil {
 		c.watch.rl.Error("emit:"+c.id, "could not re-send a recorded control ack", zap.String("conversation", c.id), zap.Error(err))
 	}
+}
+
+// Save implements openhandscontrol.Session: what was mapped leaves, then
+// the conversation's state, its control notes included, is stored alone.
+// The batch stored last stays: the state stored with it differs from this
+// one only in what emitted nothing.
+func (c *conversation) Save(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.flushLocked(ctx)
+	return c.saveStateLocked(ctx)
+}
+
+// userText is the text of a user message (its text parts, joined), which
+// the gate matches against a pending send_input; false for any other
+// event.
+func userText(ev mapping.Event) (string, bool) {
+	if ev.Kind() != "MessageEvent" || ev.Source() != "user" {
+		return "", false
+	}
+	msg, _ := ev.Fields["llm_message"].(map[string]any)
+	parts, _ := msg["content"].([]any)
+	var text strings.Builder
+	for _, p := range parts {
+		if part, _ := p.(map[string]any); part["type"] == "text" {
+			s, _ := part["text"].(string)
+			text.WriteString(s)
+		}
+	}
+	return text.String(), true
 }

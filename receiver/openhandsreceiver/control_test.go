@@ -2,9 +2,11 @@ package openhandsreceiver
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -75,6 +77,26 @@ func TestSessionIndexKeepsEveryServersClaim(t *testing.T) {
 	assert.Empty(t, x.convs)
 }
 
+var gateID = component.MustNewID("openhandscontrol")
+
+// commandHandler is how the aeprelay exporter hands the gate a command.
+type commandHandler interface {
+	HandleCommand(ctx context.Context, raw []byte, ev *aep.Event, authenticated bool)
+}
+
+// startOpenGate starts an open control gate: the extension, and the
+// exporter's side of it.
+func startOpenGate(t *testing.T) (component.Component, commandHandler) {
+	t.Helper()
+	gateCfg := openhandscontrol.NewFactory().CreateDefaultConfig().(*openhandscontrol.Config)
+	gateCfg.Enabled = true
+	ext, err := openhandscontrol.NewFactory().Create(context.Background(), extensiontest.NewNopSettings(gateID.Type()), gateCfg)
+	require.NoError(t, err)
+	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, ext.Shutdown(context.Background())) })
+	return ext, ext.(commandHandler)
+}
+
 // TestTwoServersListingOneIDNeverShareCommands: prod and dev both list
 // conversation X; a command for X is written to neither, and once dev
 // deletes X it goes to prod, with prod's key.
@@ -86,17 +108,7 @@ func TestTwoServersListingOneIDNeverShareCommands(t *testing.T) {
 	dev, err := devStub.CreateConversation(oh.ConversationOptions{ID: prod.ID(), Status: oh.StatusRunning})
 	require.NoError(t, err)
 
-	gateID := component.MustNewID("openhandscontrol")
-	gateCfg := openhandscontrol.NewFactory().CreateDefaultConfig().(*openhandscontrol.Config)
-	gateCfg.Enabled = true
-	ext, err := openhandscontrol.NewFactory().Create(context.Background(), extensiontest.NewNopSettings(gateID.Type()), gateCfg)
-	require.NoError(t, err)
-	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
-	t.Cleanup(func() { require.NoError(t, ext.Shutdown(context.Background())) })
-	gate := ext.(interface {
-		HandleCommand(ctx context.Context, raw []byte, ev *aep.Event, authenticated bool)
-	})
-
+	ext, gate := startOpenGate(t)
 	cfg := fastConfig(socketSession, prodStub, devStub)
 	cfg.Servers[0].SessionAPIKey, cfg.Servers[0].Name = "prod-key", "prod"
 	cfg.Servers[1].SessionAPIKey, cfg.Servers[1].Name = "dev-key", "dev"
@@ -143,4 +155,80 @@ func TestTwoServersListingOneIDNeverShareCommands(t *testing.T) {
 	require.Len(t, writes, 1)
 	assert.Equal(t, "prod-key", writes[0].Header.Get("X-Session-API-Key"))
 	assert.Empty(t, devStub.Writes())
+}
+
+// TestARedeliveryAfterARestartGetsTheStoredAck: with storage, a
+// send_input is written and acked, the collector restarts (receiver and
+// gate), and the relay redelivers the command: the recorded ack leaves
+// again unchanged, and the agent server gets no second write.
+func TestARedeliveryAfterARestartGetsTheStoredAck(t *testing.T) {
+	stub := startStub(t)
+	conv := newConversation(t, stub)
+	mem := newMemStorage(nil)
+	input := &aep.Event{
+		AEP: aep.Version, ID: "c1", Type: "x.openhands.control.send_input", Source: "aep://ops", Agent: "ops",
+		Session: conv.ID(), Data: map[string]any{"text": "also run the linter"},
+	}
+	run := func() (*harness, commandHandler) {
+		ext, gate := startOpenGate(t)
+		cfg := storageConfig(socketSession, stub)
+		cfg.Control = &gateID
+		extensions := mem.extensions()
+		extensions[gateID] = ext
+		h := startHarnessWith(t, cfg, extensions)
+		h.waitLive(conv, 1)
+		return h, gate
+	}
+	acks := func(h *harness) []string {
+		var out []string
+		for _, ev := range h.session(conv.ID()) {
+			if ev.Type == "control.accepted" && ev.Cause == input.ID {
+				raw, err := json.Marshal(ev)
+				require.NoError(t, err)
+				out = append(out, string(raw))
+			}
+		}
+		return out
+	}
+
+	h1, gate := run()
+	gate.HandleCommand(context.Background(), nil, input, true)
+	require.Eventually(t, func() bool { return len(acks(h1)) == 1 }, waitFor, tick, "no ack")
+	recorded := acks(h1)
+	require.NoError(t, h1.rcv.Shutdown(context.Background()))
+
+	h2, gate := run()
+	gate.HandleCommand(context.Background(), nil, input, true)
+	require.Eventually(t, func() bool { return len(acks(h2)) == 1 }, waitFor, tick, "no re-ack")
+	assert.Equal(t, recorded, acks(h2), "the recorded ack, byte for byte")
+	assert.Len(t, stub.Writes(), 1, "written once")
+}
+
+// TestTheStreamShowingASendInputAcksIt: the agent server appends the
+// message at once but answers late; the user message the stream shows
+// acks the send_input and emits its input.sent, before the answer.
+func TestTheStreamShowingASendInputAcksIt(t *testing.T) {
+	stub := startStub(t)
+	conv := newConversation(t, stub)
+	ext, gate := startOpenGate(t)
+	cfg := fastConfig(socketSession, stub)
+	cfg.Control = &gateID
+	h := startHarnessWith(t, cfg, map[component.ID]component.Component{gateID: ext})
+	h.waitLive(conv, 1)
+	stub.SetWriteFault(oh.WriteFault{AnswerDelay: time.Hour})
+	gate.HandleCommand(context.Background(), nil, &aep.Event{
+		AEP: aep.Version, ID: "c1", Type: "x.openhands.control.send_input", Source: "aep://ops", Agent: "ops",
+		Session: conv.ID(), Data: map[string]any{"text": "also run the linter"},
+	}, true)
+	var evs []*aep.Event
+	require.Eventually(t, func() bool {
+		evs = h.session(conv.ID())
+		return slices.ContainsFunc(evs, func(ev *aep.Event) bool { return ev.Type == "x.openhands.message.event" })
+	}, waitFor, tick, "the message never showed")
+	i := slices.IndexFunc(evs, func(ev *aep.Event) bool { return ev.Cause == "c1" })
+	require.GreaterOrEqual(t, i, 0, "no ack before the answer: %v", types(evs))
+	require.Greater(t, len(evs), i+2)
+	assert.Equal(t, []string{"control.accepted", "x.openhands.input.sent", "x.openhands.message.event"}, types(evs[i:i+3]))
+	assert.Equal(t, "c1", evs[i+1].Cause)
+	assert.Equal(t, "user", evs[i+2].Data["role"])
 }

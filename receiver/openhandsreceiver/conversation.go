@@ -835,6 +835,9 @@ func (c *conversation) processLocked(ctx context.Context, ev mapping.Event, how 
 		out = c.mapper.Map(ev, now)
 	}
 	out = c.notes.Decorate(prev, out, now)
+	if text, ok := userText(ev); ok && c.notes != nil {
+		out = c.notes.Said(text, out, now)
+	}
 	out = c.decorator.Decorate(ev, out)
 	w.tel.mapped(ctx, time.Since(now))
 	c.mapped = append(c.mapped, out...)

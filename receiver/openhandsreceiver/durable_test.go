@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/plog"
 
+	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/stream"
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
@@ -179,6 +180,14 @@ func TestStateEncoding(t *testing.T) {
 				Agent: "a", Session: "c", Run: "run:c:2", Data: map[string]any{"duration_ms": json.Number("61000")},
 			}},
 		},
+		Control: openhandscontrol.State{Decided: []openhandscontrol.Decision{{
+			Source: "aep://ops", ID: "cmd-1", Reason: "refused",
+			Ack: &aep.Event{
+				AEP: aep.Version, ID: "A", Type: "control.rejected", Time: "2026-07-12T10:15:02.000Z", Source: "aep://h/agent/a/session/c",
+				Agent: "a", Session: "c", Seq: aep.Int64(11), Epoch: aep.Int64(7), Cause: "cmd-1", Capture: aep.CaptureRedacted,
+				Data: map[string]any{"reason": "refused", "detail": "its status is idle"},
+			},
+		}}},
 	}
 	raw, err := encodeState(s)
 	require.NoError(t, err)

@@ -1,17 +1,20 @@
 package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 
+	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
 
 // durableState is everything of one conversation that survives a restart
 // when the receiver has storage: one value, encoded by encodeState,
-// decoded by decodeState, and written only with a write-ahead batch
-// (conversation.emitLocked). Everything else is rebuilt on start: the
+// decoded by decodeState, and written with a write-ahead batch
+// (conversation.emitLocked) or, before a control write, alone
+// (saveStateLocked). Everything else is rebuilt on start: the
 // socket and its connect-snapshot flag, an open delta stream, the dedupe
 // window beyond the resume margin, the idle clock.
 type durableState struct {
@@ -32,6 +35,14 @@ type durableState struct {
 	// no duration or usage is put on a run that was open across the
 	// upgrade.
 	Decoration mapping.DecoratorState `json:"decoration,omitzero"`
+	// Control is what the control gate remembers of the conversation: its
+	// last decided commands with their recorded acks, written with the
+	// batch that carries those acks, so that a command redelivered after a
+	// restart is re-acked, never executed again; and the commands whose
+	// write was made, or about to be, with no ack yet, written before the
+	// write, so that the stream can still decide them. Absent (an older
+	// state, or no gate) means nothing remembered.
+	Control openhandscontrol.State `json:"control,omitzero"`
 }
 
 // cursor is where a conversation's socket resumes reading.
@@ -97,6 +108,7 @@ func (c *conversation) snapshotLocked() durableState {
 		},
 		Mapping:    c.mapper.Snapshot(),
 		Decoration: c.decorator.State(),
+		Control:    c.notes.State(),
 	}
 }
 
@@ -109,4 +121,24 @@ func (c *conversation) restore(s durableState) {
 	}
 	c.mapper.Restore(s.Mapping)
 	c.decorator = mapping.NewDecorator(s.Decoration)
+	c.notes.Restore(s.Control)
+}
+
+// saveStateLocked stores the conversation's state alone, between batches
+// (openhandscontrol.Session.Save). c.mu must be held.
+func (c *conversation) saveStateLocked(ctx context.Context) error {
+	if c.journal == nil {
+		return nil
+	}
+	raw, err := encodeState(c.snapshotLocked())
+	if err != nil {
+		return err
+	}
+	key := c.journal.stateKey(c.id)
+	if err := c.journal.client.Set(ctx, key, raw); err != nil {
+		c.watch.tel.storageErrors.Add(ctx, 1)
+		return fmt.Errorf("storage: write %s: %w", key, err)
+	}
+	c.watch.tel.storageWritten.Add(ctx, int64(len(key)+len(raw)))
+	return nil
 }
