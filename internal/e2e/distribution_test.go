@@ -11,12 +11,18 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
 	"go.opentelemetry.io/collector/otelcol"
+	"go.opentelemetry.io/collector/receiver/otlpreceiver"
+
+	"github.com/otelcol-openhands/otelcol-openhands/exporter/aepfileexporter"
+	"github.com/otelcol-openhands/otelcol-openhands/processor/aepinboundprocessor"
+	"github.com/otelcol-openhands/otelcol-openhands/receiver/aepreceiver"
 )
 
 // TestDistributionConfig loads and validates a configuration that uses each
-// component the distribution adds beside our own (builder-config.yaml):
-// the aep connector, contrib's prometheus and kafka exporters and the
-// resource processor.
+// component the distribution adds beside the openhands receiver and the
+// aeprelay exporter (builder-config.yaml): the aep connector, receiver,
+// aepinbound processor behind the otlp receiver, aepfile exporter,
+// contrib's prometheus and kafka exporters and the resource processor.
 func TestDistributionConfig(t *testing.T) {
 	col, err := otelcol.NewCollector(otelcol.CollectorSettings{
 		BuildInfo: component.BuildInfo{Command: "otelcol-openhands", Version: "e2e"},
@@ -27,6 +33,10 @@ func TestDistributionConfig(t *testing.T) {
 			}
 			f.Exporters[kafkaexporter.NewFactory().Type()] = kafkaexporter.NewFactory()
 			f.Processors[resourceprocessor.NewFactory().Type()] = resourceprocessor.NewFactory()
+			f.Receivers[aepreceiver.NewFactory().Type()] = aepreceiver.NewFactory()
+			f.Receivers[otlpreceiver.NewFactory().Type()] = otlpreceiver.NewFactory()
+			f.Processors[aepinboundprocessor.NewFactory().Type()] = aepinboundprocessor.NewFactory()
+			f.Exporters[aepfileexporter.NewFactory().Type()] = aepfileexporter.NewFactory()
 			return f, nil
 		},
 		ConfigProviderSettings: otelcol.ConfigProviderSettings{
