@@ -124,7 +124,13 @@ func attentionKey(ev *aep.Event) string {
 // 2^128, 2^64) is nudged. The text is assembled in a stack buffer: every
 // event of a run is located.
 func traceID(run runKey) [16]byte {
-	sum := idSum("aep trace", run, "", "")
+	return labelledTraceID(run, "", "")
+}
+
+// labelledTraceID is traceID with a span's label and key in the text: the
+// trace of a tool call or wait that belongs to no run (runless.go).
+func labelledTraceID(run runKey, label, key string) [16]byte {
+	sum := idSum("aep trace", run, label, key)
 	var id [16]byte
 	copy(id[:], sum[:])
 	if id == ([16]byte{}) {
