@@ -1,10 +1,6 @@
 package runtrace
 
-import (
-	"strings"
-
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
-)
+import "github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 
 // LocateWithoutRun places a tool call or attention wait that belongs to no
 // run as the root span of a trace of its own. Emitters that report tool
@@ -22,23 +18,13 @@ func LocateWithoutRun(ev *aep.Event) (Position, bool) {
 	if ev.Run != "" {
 		return Position{}, false
 	}
-	var pos Position
-	var label, key string
-	switch {
-	case strings.HasPrefix(ev.Type, "tool."):
-		pos.Kind = KindTool
-		label, key = toolKey(ev)
-	case strings.HasPrefix(ev.Type, "attention."):
-		pos.Kind = KindAttention
-		label, key = "attention ", attentionKey(ev)
-	default:
+	kind, label, key := childKey(ev)
+	if kind == KindRun {
 		return Position{}, false
 	}
 	if key == "" {
 		key = ev.ID
 	}
 	run := runKey{emitter(ev.Source), ""}
-	pos.TraceID = labelledTraceID(run, label, key)
-	pos.SpanID = spanID(run, label, key)
-	return pos, true
+	return Position{Kind: kind, TraceID: labelledTraceID(run, label, key), SpanID: spanID(run, label, key)}, true
 }

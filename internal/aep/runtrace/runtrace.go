@@ -51,23 +51,30 @@ func Locate(ev *aep.Event) (Position, bool) {
 	}
 	run := runKey{emitter(ev.Source), ev.Run}
 	pos := Position{Kind: KindRun, TraceID: traceID(run), SpanID: spanID(run, "run", "")}
-	var label, key string
-	switch {
-	case strings.HasPrefix(ev.Type, "tool."):
-		pos.Kind = KindTool
-		label, key = toolKey(ev)
-	case strings.HasPrefix(ev.Type, "attention."):
-		pos.Kind = KindAttention
-		label, key = "attention ", attentionKey(ev)
-	default:
+	kind, label, key := childKey(ev)
+	if kind == KindRun {
 		return pos, true
 	}
 	if key == "" {
 		return Position{}, false
 	}
-	pos.ParentID = pos.SpanID
+	pos.Kind, pos.ParentID = kind, pos.SpanID
 	pos.SpanID = spanID(run, label, key)
 	return pos, true
+}
+
+// childKey names the child span an event belongs to: its kind, a label
+// and the id after it (empty when the event names none); KindRun for an
+// event of no child span.
+func childKey(ev *aep.Event) (kind Kind, label, key string) {
+	switch {
+	case strings.HasPrefix(ev.Type, "tool."):
+		label, key = toolKey(ev)
+		return KindTool, label, key
+	case strings.HasPrefix(ev.Type, "attention."):
+		return KindAttention, "attention ", attentionKey(ev)
+	}
+	return KindRun, "", ""
 }
 
 // runKey names a run: its emitter and run id.
