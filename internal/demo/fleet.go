@@ -50,17 +50,12 @@ const fleetSpans = 5 + 2 + 4
 // one cost table. The collector runs with the current GenAI conventions'
 // metrics opted in.
 func runFleet(ctx context.Context, collectorBin, config string) (err error) {
-	agents, relay, err := startFixtures()
+	f, err := startFixtures(true)
 	if err != nil {
 		return err
 	}
-	defer agents.Close()
-	defer relay.Close()
-	traces, err := telemetrysink.StartTraces()
-	if err != nil {
-		return err
-	}
-	defer traces.Close()
+	defer f.Close()
+	agents, relay, traces := f.agents, f.relay, f.traces
 	var prometheus, otlp, emitters string
 	for _, addr := range []*string{&prometheus, &otlp, &emitters} {
 		if *addr, err = telemetrysink.FreeLoopbackAddr(); err != nil {
@@ -79,13 +74,8 @@ func runFleet(ctx context.Context, collectorBin, config string) (err error) {
 	if err != nil {
 		return err
 	}
-	defer col.stop()
+	defer col.finish(&err)
 	say("collector log: %s", col.logPath)
-	defer func() {
-		if err != nil {
-			col.showLog()
-		}
-	}()
 	watch := &relayWatch{ctx: ctx, relay: relay, col: col}
 	if err := watch.waitFor("the collector to attach", watch.seen(conv.ID(), "state.snapshot")); err != nil {
 		return err
@@ -200,30 +190,36 @@ func post(ctx context.Context, url string, body []byte, want int, header ...stri
 // showFleet waits for every source's spans and scraped figures, then
 // prints one waterfall per session and one cost table per agent.
 func showFleet(ctx context.Context, w io.Writer, traces *telemetrysink.Traces, metricsURL string) error {
-	var spans []ptrace.Span
-	var samples telemetrysink.Samples
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	for {
-		spans = traces.Spans()
-		samples, _ = telemetrysink.Scrape(metricsURL)
-		_, openhandsCost := samples.Sum("aep_run_cost_total", "gen_ai_agent_name", "openhands")
-		_, emitterCost := samples.Sum("aep_run_cost_total", "gen_ai_agent_name", "claude-code")
-		codexCalls, _ := samples.Sum("gen_ai_execute_tool_duration_seconds_count", "gen_ai_agent_name", "codex")
-		if len(spans) >= fleetSpans && openhandsCost && emitterCost && codexCalls == 4 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %d spans (have %d) and every agent's figures: %w; traces refused: %v",
-				fleetSpans, len(spans), ctx.Err(), traces.Refused())
-		case <-t.C:
-		}
+	spans, samples, err := awaitTelemetry(ctx, traces, metricsURL, fmt.Sprintf("%d spans and every agent's figures", fleetSpans),
+		func(spans []ptrace.Span, samples telemetrysink.Samples) bool {
+			_, openhandsCost := samples.Sum("aep_run_cost_total", "gen_ai_agent_name", "openhands")
+			_, emitterCost := samples.Sum("aep_run_cost_total", "gen_ai_agent_name", "claude-code")
+			_, latest := samples.Sum("gen_ai_invoke_agent_duration_seconds_count")
+			return len(spans) >= fleetSpans && openhandsCost && emitterCost && latest && toolCalls(samples, "codex") == 4
+		})
+	if err != nil {
+		return err
 	}
 	writeWaterfall(w, spans)
 	writeCostTable(w, samples, spanAgents(spans))
-	fmt.Fprintf(w, "cost     | (scraped from %s; tool calls from gen_ai.execute_tool.duration, the current conventions' name)\n", metricsURL)
+	runs, _ := samples.Sum("gen_ai_invoke_agent_duration_seconds_count")
+	timed, _ := samples.Sum("gen_ai_execute_tool_duration_seconds_count")
+	perRun, _ := samples.Sum("gen_ai_invoke_agent_tool_calls_sum")
+	fmt.Fprintf(w, "cost     | scraped from %s; opted in to the current GenAI conventions: "+
+		"gen_ai.invoke_agent.duration over %g runs, gen_ai.execute_tool.duration over %g calls with a duration, "+
+		"gen_ai.invoke_agent.tool_calls summing %g\n", metricsURL, runs, timed, perRun)
 	return nil
+}
+
+// toolCalls counts an agent's tool calls by their terminal events: denied
+// ones have no duration to count them by.
+func toolCalls(samples telemetrysink.Samples, agent string) float64 {
+	var n float64
+	for _, typ := range []string{"tool.completed", "tool.failed", "tool.denied"} {
+		v, _ := samples.Sum("aep_events_total", "aep_type", typ, "gen_ai_agent_name", agent)
+		n += v
+	}
+	return n
 }
 
 // writeCostTable prints, per agent, its runs, tool calls, tokens and cost
@@ -240,7 +236,7 @@ func writeCostTable(w io.Writer, samples telemetrysink.Samples, agents []string)
 		}
 		fmt.Fprintf(w, "cost     | %-12s %5s %11s %13s %14s %12s\n", agent,
 			figure("gen_ai_client_operation_duration_seconds_count", "gen_ai_operation_name", "invoke_agent"),
-			figure("gen_ai_execute_tool_duration_seconds_count"),
+			fmt.Sprintf("%g", toolCalls(samples, agent)),
 			figure("gen_ai_client_token_usage_sum", "gen_ai_token_type", "input"),
 			figure("gen_ai_client_token_usage_sum", "gen_ai_token_type", "output"),
 			figure("aep_run_cost_total", "aep_cost_currency", "USD"))

@@ -69,17 +69,12 @@ func main() {
 }
 
 func run(ctx context.Context, collectorBin, config string) (err error) {
-	agents, relay, err := startFixtures()
+	f, err := startFixtures(true)
 	if err != nil {
 		return err
 	}
-	defer agents.Close()
-	defer relay.Close()
-	traces, err := telemetrysink.StartTraces()
-	if err != nil {
-		return err
-	}
-	defer traces.Close()
+	defer f.Close()
+	agents, relay, traces := f.agents, f.relay, f.traces
 	prometheus, err := telemetrysink.FreeLoopbackAddr()
 	if err != nil {
 		return err
@@ -99,13 +94,8 @@ func run(ctx context.Context, collectorBin, config string) (err error) {
 	if err != nil {
 		return err
 	}
-	defer col.stop()
+	defer col.finish(&err)
 	say("collector log: %s", col.logPath)
-	defer func() {
-		if err != nil {
-			col.showLog()
-		}
-	}()
 
 	watch := &relayWatch{ctx: ctx, relay: relay, col: col}
 	waitFor, seen := watch.waitFor, func(typ string) func() bool { return watch.seen(conv.ID(), typ) }
@@ -346,6 +336,15 @@ func prefixLines(w io.Writer, r io.Reader) {
 	}
 }
 
+// finish stops the collector, printing its log first when the scenario
+// failed (*err set): deferred by every scenario.
+func (p *collectorProcess) finish(err *error) {
+	if *err != nil {
+		p.showLog()
+	}
+	p.stop()
+}
+
 // stop asks the collector to shut down and waits for it.
 func (p *collectorProcess) stop() {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
@@ -357,17 +356,39 @@ func (p *collectorProcess) stop() {
 	}
 }
 
-// startFixtures starts the simulated agent server and the local relay that
-// every scenario plays between.
-func startFixtures() (*oh.Server, *aeprelaytest.Relay, error) {
+// fixtures are what every scenario plays between: the simulated agent
+// server, the local relay and, when asked for, the OTLP traces sink.
+type fixtures struct {
+	agents *oh.Server
+	relay  *aeprelaytest.Relay
+	traces *telemetrysink.Traces
+}
+
+func startFixtures(withTraces bool) (*fixtures, error) {
 	agents, err := oh.NewServer(oh.Config{SessionAPIKeys: []string{sessionKey}})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	relay, err := aeprelaytest.New(aeprelaytest.Config{Token: relayToken})
-	if err != nil {
-		agents.Close()
-		return nil, nil, err
+	f := &fixtures{agents: agents}
+	if f.relay, err = aeprelaytest.New(aeprelaytest.Config{Token: relayToken}); err != nil {
+		f.Close()
+		return nil, err
 	}
-	return agents, relay, nil
+	if withTraces {
+		if f.traces, err = telemetrysink.StartTraces(); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+func (f *fixtures) Close() {
+	if f.traces != nil {
+		f.traces.Close()
+	}
+	if f.relay != nil {
+		f.relay.Close()
+	}
+	f.agents.Close()
 }

@@ -20,23 +20,13 @@ const barWidth = 40
 // showRun waits for the run's trace (the root span and as many children as
 // want) and its scraped totals, then prints the waterfall and the totals.
 func showRun(ctx context.Context, w io.Writer, traces *telemetrysink.Traces, metricsURL string, want int) error {
-	var spans []ptrace.Span
-	var samples telemetrysink.Samples
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	for {
-		spans = traces.Spans()
-		samples, _ = telemetrysink.Scrape(metricsURL)
-		_, costed := samples.Sum("aep_run_cost_total")
-		if len(spans) >= want && costed {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the run's %d spans (have %d) and its cost metric: %w; traces refused: %v",
-				want, len(spans), ctx.Err(), traces.Refused())
-		case <-t.C:
-		}
+	spans, samples, err := awaitTelemetry(ctx, traces, metricsURL, fmt.Sprintf("the run's %d spans and its cost metric", want),
+		func(spans []ptrace.Span, samples telemetrysink.Samples) bool {
+			_, costed := samples.Sum("aep_run_cost_total")
+			return len(spans) >= want && costed
+		})
+	if err != nil {
+		return err
 	}
 	writeWaterfall(w, spans)
 	input, _ := samples.Sum("gen_ai_client_token_usage_sum", "gen_ai_token_type", "input")
@@ -44,6 +34,27 @@ func showRun(ctx context.Context, w io.Writer, traces *telemetrysink.Traces, met
 	cost, _ := samples.Sum("aep_run_cost_total", "aep_cost_currency", "USD")
 	fmt.Fprintf(w, "totals   | %.0f input tokens, %.0f output tokens, %g USD (scraped from %s)\n", input, output, cost, metricsURL)
 	return nil
+}
+
+// awaitTelemetry polls the spans received and the prometheus scrape until
+// done holds, and returns them.
+func awaitTelemetry(ctx context.Context, traces *telemetrysink.Traces, metricsURL, what string,
+	done func([]ptrace.Span, telemetrysink.Samples) bool) ([]ptrace.Span, telemetrysink.Samples, error) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		spans := traces.Spans()
+		samples, _ := telemetrysink.Scrape(metricsURL)
+		if done(spans, samples) {
+			return spans, samples, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, fmt.Errorf("waiting for %s (%d spans so far): %w; traces refused: %v",
+				what, len(spans), ctx.Err(), traces.Refused())
+		case <-t.C:
+		}
+	}
 }
 
 // writeWaterfall prints one waterfall per session (the spans' session.id,
@@ -94,6 +105,10 @@ func writeSpanLine(w io.Writer, s ptrace.Span, indent string, origin time.Time, 
 	offset := s.StartTimestamp().AsTime().Sub(origin)
 	d := s.EndTimestamp().AsTime().Sub(s.StartTimestamp().AsTime())
 	status := "ok"
+	switch outcome := attr(s, "aep.outcome"); outcome {
+	case "denied", "cancelled", "timeout", "unanswered":
+		status = outcome
+	}
 	if s.Status().Code() == ptrace.StatusCodeError {
 		status = "error"
 		if t, ok := s.Attributes().Get("error.type"); ok {
