@@ -4,7 +4,8 @@
 // without its query, run, tool call id, attention request id), never from
 // local state, so an emitter that stamps traceparent and a consumer that
 // builds the spans agree on the ids across restarts, replicas and
-// processes.
+// processes. A tool call or wait that belongs to no run is a trace of its
+// own (LocateWithoutRun).
 package runtrace
 
 import (
