@@ -14,7 +14,7 @@ OH_SERVER_VERSION := 1.58.2
 OH_VENV     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/otelcol-openhands/venv-$(OH_SERVER_VERSION)
 LIVE_TEST   := OH_PYTHON=$(OH_VENV)/bin/python OTELCOL_BIN=$(BIN) $(GOTEST) -tags live -timeout 15m -run '^TestLive(Control)?$$' -v ./internal/livetest/
 
-.PHONY: all build test unit-test lint bench bench-e2e demo demo-control clean venv live-test record
+.PHONY: all build test unit-test lint bench bench-e2e demo demo-control demo-fleet clean venv live-test record
 
 all: lint test
 
@@ -53,6 +53,13 @@ demo: build
 # a pending action, then pauses and resumes the run, through the relay.
 demo-control: build
 	$(GO) run ./internal/demo -scenario control -collector $(BIN) -config testdata/demo-control-config.yaml
+
+# demo-fleet is the demo with other agents beside OpenHands: a Codex-shaped
+# OTLP log export (otlp receiver, aepinbound processor) and an AEP
+# emitter's POST (aep receiver) into the same collector: one relay stream,
+# one waterfall per session, one cost table.
+demo-fleet: build
+	$(GO) run ./internal/demo -scenario fleet -collector $(BIN) -config testdata/demo-fleet-config.yaml
 
 venv:
 	@.ci/agent-server-venv $(OH_VENV) $(OH_SERVER_VERSION)

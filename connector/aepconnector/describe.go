@@ -13,6 +13,7 @@ const (
 	attrOperationName  = "gen_ai.operation.name"
 	attrAgentName      = "gen_ai.agent.name"
 	attrConversationID = "gen_ai.conversation.id"
+	attrSessionID      = "session.id"
 	attrToolName       = "gen_ai.tool.name"
 	attrToolCallID     = "gen_ai.tool.call.id"
 	attrTokenType      = "gen_ai.token.type"

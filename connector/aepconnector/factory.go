@@ -47,5 +47,6 @@ func createLogsToMetrics(_ context.Context, set connector.Settings, cfg componen
 		maxSeries: c.MaxSeries,
 		now:       time.Now,
 		series:    make(map[string]*series),
+		latest:    latestGenAIOptedIn(),
 	}, nil
 }

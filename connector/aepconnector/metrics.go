@@ -57,6 +57,8 @@ type metricsConnector struct {
 	core      *core
 	maxSeries int
 	now       func() time.Time
+	// latest adds the current GenAI conventions' agent metrics (semconv.go).
+	latest bool
 
 	mu     sync.Mutex
 	series map[string]*series
@@ -109,6 +111,9 @@ type recordFunc func(def *metricDef, agent string, v float64, attrs ...label)
 // token usage and cost. An operation whose start is unknown has no
 // duration to record.
 func (c *metricsConnector) recordOperation(o *operation, record recordFunc) {
+	if c.latest {
+		recordLatest(o, record)
+	}
 	ev := o.terminal
 	seconds := o.end.Sub(o.start).Seconds()
 	switch o.pos.Kind {

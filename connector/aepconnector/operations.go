@@ -34,6 +34,8 @@ type operation struct {
 	// unanswered marks a tool call or wait still open when its run ended:
 	// terminal is then its start event, and it ends with the run.
 	unanswered bool
+	// calls are a run's counts, nil when its start was not seen.
+	calls *callCounts
 }
 
 type timedEvent struct {
@@ -62,6 +64,8 @@ type openStart struct {
 	// start is the start event of a tool call or attention wait, which
 	// becomes the terminal of an unanswered one.
 	start *aep.Event
+	// calls counts a run's tool calls and inference calls (runcounts.go).
+	calls *callCounts
 }
 
 // tracker turns a stream of AEP events into ended operations. Terminals
@@ -98,10 +102,13 @@ func (t *tracker) observe(ev *aep.Event, at time.Time) []*operation {
 	pos, ok := runtrace.Locate(ev)
 	if !ok {
 		if pos, ok = t.attentionOf(ev); !ok {
-			return nil
+			if pos, ok = runtrace.LocateWithoutRun(ev); !ok {
+				return nil
+			}
 		}
 	}
 	key := openKey{pos.TraceID, pos.SpanID}
+	t.countInRun(pos, key, ev)
 	switch ev.Type {
 	case "run.started", "tool.requested", "attention.requested":
 		t.start(pos, ev, at)
@@ -148,6 +155,8 @@ func (t *tracker) start(pos runtrace.Position, ev *aep.Event, at time.Time) {
 	s := &openStart{key: key, pos: pos, at: at, seen: t.now(), run: ev.Run}
 	if pos.Kind != runtrace.KindRun {
 		s.start = ev
+	} else {
+		s.calls = newCallCounts()
 	}
 	e := t.order.PushBack(s)
 	t.open[key] = e
@@ -180,7 +189,7 @@ func (t *tracker) finish(pos runtrace.Position, key openKey, ev *aep.Event, at t
 	if e, ok := t.open[key]; ok {
 		s := t.remove(e)
 		op.start, op.startKnown = s.at, true
-		op.attentionKind, op.errors, op.run = s.attentionKind, s.errors, s.run
+		op.attentionKind, op.errors, op.run, op.calls = s.attentionKind, s.errors, s.run, s.calls
 	}
 	if d, ok := terminalDuration(ev); ok {
 		op.start, op.startKnown = at.Add(-d), true

@@ -74,8 +74,11 @@ func putSpan(span ptrace.Span, o *operation) {
 	attrs.PutStr(attrAgentName, ev.Agent)
 	if ev.Session != "" {
 		attrs.PutStr(attrConversationID, ev.Session)
+		attrs.PutStr(attrSessionID, ev.Session)
 	}
-	attrs.PutStr(attrRunID, o.run)
+	if o.run != "" {
+		attrs.PutStr(attrRunID, o.run)
+	}
 	attrs.PutStr(attrSource, ev.Source)
 	attrs.PutStr(attrOutcome, o.outcome())
 	if !o.startKnown {

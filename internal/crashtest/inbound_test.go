@@ -8,11 +8,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"google.golang.org/grpc"
@@ -21,6 +19,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/stream"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aeprelaytest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/vendorexport"
 )
 
 // inboundConfig runs the stock otlp receiver (HTTP and gRPC) into the
@@ -79,78 +78,6 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-// appendResource adds a resource naming the service, its version and one
-// more attribute (where the vendor puts identity), and returns its records.
-func appendResource(ld plog.Logs, service, version, key, value string) plog.LogRecordSlice {
-	rl := ld.ResourceLogs().AppendEmpty()
-	res := rl.Resource().Attributes()
-	res.PutStr("service.name", service)
-	res.PutStr("service.version", version)
-	res.PutStr(key, value)
-	return rl.ScopeLogs().AppendEmpty().LogRecords()
-}
-
-// codexExport is shaped as Codex's OTLP log exporter sends it: one
-// resource for the process (service.name, service.version, host.name),
-// every field formatted as text, event.timestamp on every record and no
-// time fields set, two conversations in one process, and a record of
-// another kind that is not the vendor's.
-func codexExport(startSecond int, names ...string) plog.Logs {
-	ld := plog.NewLogs()
-	lrs := appendResource(ld, "codex_cli_rs", "0.64.0", "host.name", "ws-7")
-	for i, name := range names {
-		lr := lrs.AppendEmpty()
-		a := lr.Attributes()
-		a.PutStr("event.name", name)
-		a.PutStr("event.timestamp", time.Date(2026, 12, 2, 1, 0, startSecond+i, 0, time.UTC).Format("2006-01-02T15:04:05.000Z"))
-		a.PutStr("conversation.id", []string{"019a-conv-a", "019a-conv-b"}[i%2])
-		a.PutStr("app.version", "0.64.0")
-		a.PutStr("originator", "codex_cli_rs")
-		a.PutStr("model", "gpt-5-codex")
-		a.PutStr("user.email", "dev@example.com")
-		switch name {
-		case "codex.tool_result":
-			a.PutStr("tool_name", "shell")
-			a.PutStr("call_id", "call_"+strconv.Itoa(i))
-			a.PutStr("arguments", `{"command":["ls"]}`)
-			a.PutStr("duration_ms", "41")
-			a.PutStr("success", "true")
-			a.PutStr("output", "README.md")
-		case "codex.tool_decision":
-			a.PutStr("tool_name", "shell")
-			a.PutStr("decision", "denied")
-			a.PutStr("source", "config")
-		}
-	}
-	lrs.AppendEmpty().Body().SetStr("an application log line that is not an agent's")
-	return ld
-}
-
-// vscodeExport is shaped as the Copilot Chat extension's JS SDK sends it:
-// session.id on the resource (one per window), typed values, both time
-// fields set, a summary in the body.
-func vscodeExport() plog.Logs {
-	ld := plog.NewLogs()
-	lrs := appendResource(ld, "copilot-chat", "0.38.0", "session.id", "vsc-window-1")
-	at := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
-	add := func(body string, attrs map[string]any) {
-		lr := lrs.AppendEmpty()
-		lr.SetTimestamp(pcommon.NewTimestampFromTime(at))
-		lr.SetObservedTimestamp(pcommon.NewTimestampFromTime(at))
-		lr.Body().SetStr(body)
-		if err := lr.Attributes().FromRaw(attrs); err != nil {
-			panic(err)
-		}
-		at = at.Add(time.Second)
-	}
-	add("copilot_chat.session.start", map[string]any{"event.name": "copilot_chat.session.start", "session.id": "chat-1", "gen_ai.request.model": "gpt-5.2", "gen_ai.agent.name": "agent"})
-	add("copilot_chat.tool.call: readFile", map[string]any{"event.name": "copilot_chat.tool.call", "gen_ai.tool.name": "readFile", "duration_ms": 63, "success": true})
-	add("copilot_chat.tool.call: runInTerminal", map[string]any{"event.name": "copilot_chat.tool.call", "gen_ai.tool.name": "runInTerminal", "duration_ms": 842, "success": false, "error.type": "ToolCallError"})
-	add("GenAI inference: gpt-5.2", map[string]any{"event.name": "gen_ai.client.inference.operation.details", "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-5.2", "gen_ai.usage.input_tokens": 1204, "gen_ai.usage.output_tokens": 388})
-	add("copilot_chat.session.start", map[string]any{"event.name": "copilot_chat.session.start", "session.id": "chat-2", "gen_ai.request.model": "gpt-5.2"})
-	return ld
 }
 
 // postOTLP sends ld to the otlp receiver's HTTP endpoint as protobuf or
@@ -263,9 +190,9 @@ func otlpInbound(t *testing.T, bin string, withStorage bool) {
 	defer log.Close()
 
 	col := startCollector(t, bin, log, config)
-	postOTLP(t, httpAddr, codexExport(0, "codex.conversation_starts", "codex.conversation_starts", "codex.tool_result", "codex.tool_decision"), false)
-	postOTLP(t, httpAddr, vscodeExport(), true)
-	exportGRPC(t, grpcAddr, codexExport(10, "codex.api_request", "codex.user_prompt"))
+	postOTLP(t, httpAddr, vendorexport.Codex(0, "codex.conversation_starts", "codex.conversation_starts", "codex.tool_result", "codex.tool_decision"), false)
+	postOTLP(t, httpAddr, vendorexport.VSCode(), true)
+	exportGRPC(t, grpcAddr, vendorexport.Codex(10, "codex.api_request", "codex.user_prompt"))
 	awaitTypes(t, relay, "codex", "019a-conv-a", []string{"session.started", "tool.completed", "x.codex.otel.api_request"}, logPath)
 	awaitTypes(t, relay, "codex", "019a-conv-b", []string{"session.started", "tool.denied", "x.codex.otel.user_prompt"}, logPath)
 	awaitTypes(t, relay, "vscode", "vsc-window-1", []string{"session.started", "tool.completed", "tool.failed",
@@ -278,7 +205,7 @@ func otlpInbound(t *testing.T, bin string, withStorage bool) {
 	time.Sleep(1100 * time.Millisecond)
 	col = startCollector(t, bin, log, config)
 	defer col.stop()
-	exportGRPC(t, grpcAddr, codexExport(20, "codex.sse_event", "codex.sse_event"))
+	exportGRPC(t, grpcAddr, vendorexport.Codex(20, "codex.sse_event", "codex.sse_event"))
 	awaitTypes(t, relay, "codex", "019a-conv-a", []string{"session.started", "tool.completed", "x.codex.otel.api_request", "x.codex.otel.sse_event"}, logPath)
 	awaitTypes(t, relay, "codex", "019a-conv-b", []string{"session.started", "tool.denied", "x.codex.otel.user_prompt", "x.codex.otel.sse_event"}, logPath)
 

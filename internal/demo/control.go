@@ -28,12 +28,12 @@ type controlDemo struct {
 }
 
 func runControl(ctx context.Context, collectorBin, config string) (err error) {
-	agents, relay, err := startFixtures()
+	f, err := startFixtures(false)
 	if err != nil {
 		return err
 	}
-	defer agents.Close()
-	defer relay.Close()
+	defer f.Close()
+	agents, relay := f.agents, f.relay
 	conv, err := agents.CreateConversation(oh.ConversationOptions{Title: "Clean up the build"})
 	if err != nil {
 		return err
@@ -44,13 +44,8 @@ func runControl(ctx context.Context, collectorBin, config string) (err error) {
 	if err != nil {
 		return err
 	}
-	defer col.stop()
+	defer col.finish(&err)
 	say("collector log: %s", col.logPath)
-	defer func() {
-		if err != nil {
-			col.showLog()
-		}
-	}()
 	d := &controlDemo{ctx: ctx, relay: relay, conv: conv, col: col}
 	if err := d.play(); err != nil {
 		return err

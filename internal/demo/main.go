@@ -1,5 +1,6 @@
-// Command demo is what `make demo` and `make demo-control` run (the latter
-// with -scenario control, see control.go). On loopback it starts a simulated
+// Command demo is what `make demo`, `make demo-control` and
+// `make demo-fleet` run (-scenario control, see control.go; -scenario
+// fleet, see fleet.go). On loopback it starts a simulated
 // OpenHands agent server and an AEP relay, runs the built collector against
 // them with testdata/demo-config.yaml, plays one scripted conversation (a
 // tool call, an approval, a failing tool, a finish, a deletion) and prints
@@ -43,7 +44,7 @@ func main() {
 	collector := flag.String("collector", "bin/otelcol-openhands", "the built collector binary")
 	config := flag.String("config", "testdata/demo-config.yaml", "the collector configuration")
 	timeout := flag.Duration("timeout", 90*time.Second, "give up after this long")
-	scenario := flag.String("scenario", "watch", "watch (read-only) or control (the gate open, an operator steering)")
+	scenario := flag.String("scenario", "watch", "watch (read-only), control (the gate open, an operator steering) or fleet (Codex and an AEP emitter beside OpenHands)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -55,8 +56,10 @@ func main() {
 	case "watch":
 	case "control":
 		play = runControl
+	case "fleet":
+		play = runFleet
 	default:
-		fmt.Fprintf(os.Stderr, "demo: unknown scenario %q (want watch or control)\n", *scenario)
+		fmt.Fprintf(os.Stderr, "demo: unknown scenario %q (want watch, control or fleet)\n", *scenario)
 		os.Exit(2)
 	}
 	if err := play(ctx, *collector, *config); err != nil {
@@ -66,17 +69,12 @@ func main() {
 }
 
 func run(ctx context.Context, collectorBin, config string) (err error) {
-	agents, relay, err := startFixtures()
+	f, err := startFixtures(true)
 	if err != nil {
 		return err
 	}
-	defer agents.Close()
-	defer relay.Close()
-	traces, err := telemetrysink.StartTraces()
-	if err != nil {
-		return err
-	}
-	defer traces.Close()
+	defer f.Close()
+	agents, relay, traces := f.agents, f.relay, f.traces
 	prometheus, err := telemetrysink.FreeLoopbackAddr()
 	if err != nil {
 		return err
@@ -96,49 +94,11 @@ func run(ctx context.Context, collectorBin, config string) (err error) {
 	if err != nil {
 		return err
 	}
-	defer col.stop()
+	defer col.finish(&err)
 	say("collector log: %s", col.logPath)
-	defer func() {
-		if err != nil {
-			col.showLog()
-		}
-	}()
 
-	printed := 0
-	printNew := func() {
-		evs := relay.Events()
-		for _, rec := range evs[printed:] {
-			printEvent(rec.Event)
-		}
-		printed = len(evs)
-	}
-	waitFor := func(what string, cond func() bool) error {
-		t := time.NewTicker(50 * time.Millisecond)
-		defer t.Stop()
-		for !cond() {
-			printNew()
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-			case <-col.exited:
-				return fmt.Errorf("waiting for %s: the collector exited: %v", what, col.exitErr)
-			case <-t.C:
-			}
-		}
-		printNew()
-		return nil
-	}
-	seen := func(typ string) func() bool {
-		return func() bool {
-			for _, rec := range relay.Events() {
-				if rec.Event.Session == conv.ID() && rec.Event.Type == typ {
-					return true
-				}
-			}
-			return false
-		}
-	}
-
+	watch := &relayWatch{ctx: ctx, relay: relay, col: col}
+	waitFor, seen := watch.waitFor, func(typ string) func() bool { return watch.seen(conv.ID(), typ) }
 	if err := waitFor("the collector to attach", seen("state.snapshot")); err != nil {
 		return err
 	}
@@ -182,6 +142,54 @@ func run(ctx context.Context, collectorBin, config string) (err error) {
 	say("session log (aepfile exporter), %d events: %s", len(sessionLog.lines), sessionLog.path)
 	say("  follow a session as it happens: tail -n +1 -f FILE | jq -c '{seq, type, subject}'")
 	return nil
+}
+
+// relayWatch prints the events reaching the relay while a scenario waits
+// for one of them.
+type relayWatch struct {
+	ctx     context.Context
+	relay   *aeprelaytest.Relay
+	col     *collectorProcess
+	printed int
+}
+
+func (w *relayWatch) printNew() {
+	evs := w.relay.Events()
+	for _, rec := range evs[w.printed:] {
+		printEvent(rec.Event)
+	}
+	w.printed = len(evs)
+}
+
+// waitFor prints new events until cond holds, the collector exits or the
+// demo times out.
+func (w *relayWatch) waitFor(what string, cond func() bool) error {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for !cond() {
+		w.printNew()
+		select {
+		case <-w.ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, w.ctx.Err())
+		case <-w.col.exited:
+			return fmt.Errorf("waiting for %s: the collector exited: %v", what, w.col.exitErr)
+		case <-t.C:
+		}
+	}
+	w.printNew()
+	return nil
+}
+
+// seen holds once the relay has an event of the type in the session.
+func (w *relayWatch) seen(session, typ string) func() bool {
+	return func() bool {
+		for _, rec := range w.relay.Events() {
+			if rec.Event.Session == session && rec.Event.Type == typ {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // playScenario scripts what the agent server would show for one turn.
@@ -251,7 +259,7 @@ func printEvent(ev *aep.Event) {
 	if ev.Seq != nil {
 		seq = fmt.Sprint(*ev.Seq)
 	}
-	fmt.Printf("relay <- session=%s seq=%-3s %-34s %s\n", session, seq, ev.Type, ev.Subject)
+	fmt.Printf("relay <- %-11s session=%-8s seq=%-3s %-34s %s\n", ev.Agent, session, seq, ev.Type, ev.Subject)
 }
 
 func say(format string, args ...any) {
@@ -328,6 +336,15 @@ func prefixLines(w io.Writer, r io.Reader) {
 	}
 }
 
+// finish stops the collector, printing its log first when the scenario
+// failed (*err set): deferred by every scenario.
+func (p *collectorProcess) finish(err *error) {
+	if *err != nil {
+		p.showLog()
+	}
+	p.stop()
+}
+
 // stop asks the collector to shut down and waits for it.
 func (p *collectorProcess) stop() {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
@@ -339,17 +356,39 @@ func (p *collectorProcess) stop() {
 	}
 }
 
-// startFixtures starts the simulated agent server and the local relay that
-// every scenario plays between.
-func startFixtures() (*oh.Server, *aeprelaytest.Relay, error) {
+// fixtures are what every scenario plays between: the simulated agent
+// server, the local relay and, when asked for, the OTLP traces sink.
+type fixtures struct {
+	agents *oh.Server
+	relay  *aeprelaytest.Relay
+	traces *telemetrysink.Traces
+}
+
+func startFixtures(withTraces bool) (*fixtures, error) {
 	agents, err := oh.NewServer(oh.Config{SessionAPIKeys: []string{sessionKey}})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	relay, err := aeprelaytest.New(aeprelaytest.Config{Token: relayToken})
-	if err != nil {
-		agents.Close()
-		return nil, nil, err
+	f := &fixtures{agents: agents}
+	if f.relay, err = aeprelaytest.New(aeprelaytest.Config{Token: relayToken}); err != nil {
+		f.Close()
+		return nil, err
 	}
-	return agents, relay, nil
+	if withTraces {
+		if f.traces, err = telemetrysink.StartTraces(); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+func (f *fixtures) Close() {
+	if f.traces != nil {
+		f.traces.Close()
+	}
+	if f.relay != nil {
+		f.relay.Close()
+	}
+	f.agents.Close()
 }

@@ -4,7 +4,8 @@
 // without its query, run, tool call id, attention request id), never from
 // local state, so an emitter that stamps traceparent and a consumer that
 // builds the spans agree on the ids across restarts, replicas and
-// processes.
+// processes. A tool call or wait that belongs to no run is a trace of its
+// own (LocateWithoutRun).
 package runtrace
 
 import (
@@ -51,23 +52,30 @@ func Locate(ev *aep.Event) (Position, bool) {
 	}
 	run := runKey{emitter(ev.Source), ev.Run}
 	pos := Position{Kind: KindRun, TraceID: traceID(run), SpanID: spanID(run, "run", "")}
-	var label, key string
-	switch {
-	case strings.HasPrefix(ev.Type, "tool."):
-		pos.Kind = KindTool
-		label, key = toolKey(ev)
-	case strings.HasPrefix(ev.Type, "attention."):
-		pos.Kind = KindAttention
-		label, key = "attention ", attentionKey(ev)
-	default:
+	kind, label, key := childKey(ev)
+	if kind == KindRun {
 		return pos, true
 	}
 	if key == "" {
 		return Position{}, false
 	}
-	pos.ParentID = pos.SpanID
+	pos.Kind, pos.ParentID = kind, pos.SpanID
 	pos.SpanID = spanID(run, label, key)
 	return pos, true
+}
+
+// childKey names the child span an event belongs to: its kind, a label
+// and the id after it (empty when the event names none); KindRun for an
+// event of no child span.
+func childKey(ev *aep.Event) (kind Kind, label, key string) {
+	switch {
+	case strings.HasPrefix(ev.Type, "tool."):
+		label, key = toolKey(ev)
+		return KindTool, label, key
+	case strings.HasPrefix(ev.Type, "attention."):
+		return KindAttention, "attention ", attentionKey(ev)
+	}
+	return KindRun, "", ""
 }
 
 // runKey names a run: its emitter and run id.
@@ -124,7 +132,13 @@ func attentionKey(ev *aep.Event) string {
 // 2^128, 2^64) is nudged. The text is assembled in a stack buffer: every
 // event of a run is located.
 func traceID(run runKey) [16]byte {
-	sum := idSum("aep trace", run, "", "")
+	return labelledTraceID(run, "", "")
+}
+
+// labelledTraceID is traceID with a span's label and key in the text: the
+// trace of a tool call or wait that belongs to no run (runless.go).
+func labelledTraceID(run runKey, label, key string) [16]byte {
+	sum := idSum("aep trace", run, label, key)
 	var id [16]byte
 	copy(id[:], sum[:])
 	if id == ([16]byte{}) {
