@@ -80,6 +80,10 @@ type conversationInfo struct {
 	ExecutionStatus string `json:"execution_status"`
 	CreatedAt       string `json:"created_at"`
 	UpdatedAt       string `json:"updated_at"`
+	// The conversation tree (tree.go), as served: checked where used.
+	ParentConversationID     string `json:"parent_conversation_id"`
+	ForkedFromConversationID string `json:"forked_from_conversation_id"`
+	ForkedFromEventID        string `json:"forked_from_event_id"`
 }
 
 // searchItem is one ConversationInfo as served, decoded on its own so that

@@ -157,6 +157,9 @@ func (c *Conversation) Status() string {
 	return *c.status
 }
 
+// Run is the open run's id, "" when none is open.
+func (c *Conversation) Run() string { return c.run }
+
 // Ended reports whether session.ended has been emitted.
 func (c *Conversation) Ended() bool { return c.ended }
 
