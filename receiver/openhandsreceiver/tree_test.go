@@ -104,3 +104,53 @@ func TestTreeIDsNotUUIDsAreLeftOut(t *testing.T) {
 			logs.FilterMessageSnippet("tree field is not a UUID").FilterField(zap.String("field", "forked_from_event_id")).Len() > 0
 	}, waitFor, tick)
 }
+
+// idInShard is a fresh conversation id that shard index of count owns.
+func idInShard(index, count int) string {
+	for {
+		if id := oh.NewUUID(); shardOf(id, count) == index {
+			return id
+		}
+	}
+}
+
+// TestChildOfAnotherReplicasParent: parent and child are observed by two
+// replicas. The child's session.started names the parent without its run
+// (its replica does not observe the parent); the parent's replica still
+// reports the child stopped, from what search shows of a conversation it
+// does not own.
+func TestChildOfAnotherReplicasParent(t *testing.T) {
+	stub := startStub(t)
+	parent, err := stub.CreateConversation(oh.ConversationOptions{ID: idInShard(0, 2)})
+	require.NoError(t, err)
+	replica := func(index int) *harness {
+		cfg := fastConfig(socketSession, stub)
+		cfg.Shard = ShardConfig{Index: &index, Count: 2}
+		return startHarness(t, cfg)
+	}
+	a, b := replica(0), replica(1)
+	a.waitLive(parent, 1)
+	mustStatus(t, parent, oh.StatusRunning)
+	a.waitTypes(parent.ID(), "run.started", "state.delta")
+
+	child, err := stub.CreateConversation(oh.ConversationOptions{ID: idInShard(1, 2), Parent: parent.ID(), Status: oh.StatusRunning})
+	require.NoError(t, err)
+	childStarted := b.waitFirst(child.ID(), "session.started")
+	assert.Equal(t, map[string]any{"session": parent.ID(), "agent": "openhands"}, childStarted.Data["parent"],
+		"the parent's run is known only where the parent is observed")
+
+	action := mustAppend(t, parent, oh.StartChildAction("task", ""))
+	mustAppend(t, parent, oh.StartChildObservation(action, oh.ChildLaunch{
+		ConversationID: child.ID(), ParentConversationID: parent.ID(), Status: oh.StatusRunning, Isolation: "shared",
+	}))
+	started := a.waitFirst(parent.ID(), "delegation.subagent.started")
+	mustStatus(t, child, oh.StatusError)
+	stopped := a.waitFirst(parent.ID(), "delegation.subagent.stopped")
+	assert.Equal(t, started.ID, stopped.Cause)
+	assert.Equal(t, oh.StatusError, stopped.Data["status"])
+
+	assert.Empty(t, a.session(child.ID()), "one observer per session")
+	assert.Empty(t, b.session(parent.ID()))
+	a.validate()
+	b.validate()
+}
