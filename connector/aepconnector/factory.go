@@ -32,7 +32,7 @@ func createLogsToTraces(_ context.Context, set connector.Settings, cfg component
 	if err != nil {
 		return nil, err
 	}
-	return &tracesConnector{next: next, core: core}, nil
+	return &tracesConnector{next: next, core: core, lineage: newLineage()}, nil
 }
 
 func createLogsToMetrics(_ context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Logs, error) {

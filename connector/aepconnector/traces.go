@@ -20,8 +20,9 @@ type tracesConnector struct {
 	component.StartFunc
 	component.ShutdownFunc
 
-	next consumer.Traces
-	core *core
+	next    consumer.Traces
+	core    *core
+	lineage *lineage // touched only under core's lock, in consume
 }
 
 func (*tracesConnector) Capabilities() consumer.Capabilities {
@@ -31,7 +32,8 @@ func (*tracesConnector) Capabilities() consumer.Capabilities {
 func (c *tracesConnector) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	td := ptrace.NewTraces()
 	spans := make(map[int]ptrace.SpanSlice)
-	c.core.consume(ctx, ld, func(i int, _ *aep.Event, _ time.Time, ops []*operation) {
+	c.core.consume(ctx, ld, func(i int, ev *aep.Event, _ time.Time, ops []*operation) {
+		c.lineage.note(ev)
 		if len(ops) == 0 {
 			return
 		}
@@ -45,6 +47,7 @@ func (c *tracesConnector) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 			spans[i] = ss
 		}
 		for _, op := range ops {
+			c.lineage.place(op)
 			putSpan(ss.AppendEmpty(), op)
 		}
 	})
@@ -61,7 +64,7 @@ func putSpan(span ptrace.Span, o *operation) {
 	ev := o.terminal
 	span.SetTraceID(o.pos.TraceID)
 	span.SetSpanID(o.pos.SpanID)
-	if o.pos.Kind != runtrace.KindRun {
+	if o.pos.ParentID != ([8]byte{}) { // a run has none unless delegated
 		span.SetParentSpanID(o.pos.ParentID)
 	}
 	span.SetName(o.spanName())

@@ -62,6 +62,9 @@ type conversation struct {
 	run       *activeRun
 	refusal   refusal
 	hooks     []replayHook
+	// The conversation tree (tree.go): the parent that started this one,
+	// the conversation and event it was forked from.
+	parentID, forkedFrom, forkedAt string
 }
 
 type activeRun struct {

@@ -4,7 +4,8 @@
 // and on both WebSocket endpoints, the legacy `/sockets/events/{id}` socket
 // with its full_state-first push and resend modes, the `/sockets/session/{id}`
 // envelope socket, conversation and event search with their paging quirks,
-// and the control endpoints with the real status transitions.
+// the control endpoints with the real status transitions, and the
+// conversation tree (child conversations and forks, tree.go).
 //
 // There is no agent: tests script what an agent would do through
 // [Conversation] (append events, change status, stream deltas) and inject

@@ -42,6 +42,8 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("POST /api/conversations/{conversation_id}/interrupt", s.withConversation(notFoundBare, s.control((*Server).interruptLocked)))
 	api.HandleFunc("POST /api/conversations/{conversation_id}/run", s.withConversation(notFoundBare, s.handleRun))
 	api.HandleFunc("DELETE /api/conversations/{conversation_id}", s.withConversation(notFoundBare, s.handleDelete))
+	api.HandleFunc("POST /api/conversations/{conversation_id}/children", s.withConversation(notFoundDetail("Parent conversation not found"), s.handleStartChild))
+	api.HandleFunc("POST /api/conversations/{conversation_id}/fork", s.withConversation(notFoundDetail("Source conversation not found"), s.handleFork))
 	api.HandleFunc("GET /api/conversations/{conversation_id}/events/search", s.withConversation(notFoundNamed, s.handleSearchEvents))
 	api.HandleFunc("GET /api/conversations/{conversation_id}/events/count", s.withConversation(notFoundNamed, s.handleCountEvents))
 	api.HandleFunc("GET /api/conversations/{conversation_id}/events/{event_id}", s.withConversation(notFoundNamed, s.handleGetEvent))

@@ -28,6 +28,9 @@ type ConversationOptions struct {
 	ConfirmationPolicy map[string]any
 	// State holds extra ConversationState fields, merged last.
 	State map[string]any
+	// Parent makes the conversation a child of this one (dashed id), as
+	// [Conversation.StartChild] does, without sending it a task.
+	Parent string
 }
 
 // Conversation is a scripting handle on one conversation of a [Server]. All
@@ -80,6 +83,7 @@ func (s *Server) CreateConversation(opts ConversationOptions) (*Conversation, er
 	if opts.Title != "" {
 		c.title = opts.Title
 	}
+	c.parentID = opts.Parent
 	s.nextCreated++
 	s.conversations[id] = c
 	return &Conversation{s: s, c: c}, nil

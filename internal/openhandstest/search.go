@@ -170,10 +170,7 @@ func (s *Server) conversationInfoLocked(c *conversation) map[string]any {
 	if c.leafID != "" {
 		info["leaf_event_id"] = c.leafID
 	}
-	info["forked_from_conversation_id"] = nil
-	info["forked_from_event_id"] = nil
-	info["parent_conversation_id"] = nil
-	info["sub_conversation_ids"] = []any{}
+	s.lineageLocked(c, info)
 	info["current_model_id"] = nil
 	info["available_models"] = []any{}
 	info["supports_runtime_model_switch"] = false

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/config/configopaque"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/endpoint"
+	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
 
 // agentServer is the receiver's whole vocabulary towards one OpenHands
@@ -80,6 +80,10 @@ type conversationInfo struct {
 	ExecutionStatus string `json:"execution_status"`
 	CreatedAt       string `json:"created_at"`
 	UpdatedAt       string `json:"updated_at"`
+	// The conversation tree (tree.go), as served: checked where used.
+	ParentConversationID     string `json:"parent_conversation_id"`
+	ForkedFromConversationID string `json:"forked_from_conversation_id"`
+	ForkedFromEventID        string `json:"forked_from_event_id"`
 }
 
 // searchItem is one ConversationInfo as served, decoded on its own so that
@@ -101,38 +105,13 @@ func (it *searchItem) UnmarshalJSON(data []byte) error {
 		it.skip, it.err = skipMalformed, fmt.Errorf("not a ConversationInfo: %w", err)
 		return nil
 	}
-	id, ok := canonicalConversationID(it.info.ID)
+	id, ok := mapping.ConversationID(it.info.ID)
 	if !ok {
 		it.skip, it.err = skipID, fmt.Errorf("id %s is not a conversation id (a UUID)", quoteID(it.info.ID))
 		return nil
 	}
 	it.info.ID = id
 	return nil
-}
-
-// canonicalConversationID accepts only the server's own id forms, a UUID
-// dashed (what ConversationInfo.id carries) or as 32 hex digits (what
-// its paging uses), and returns the dashed lowercase form, which is how
-// the server (Python's str(UUID)) spells it: the id becomes a path
-// segment of REST calls and of the socket URL, so nothing else may pass.
-func canonicalConversationID(id string) (string, bool) {
-	var digits string
-	switch len(id) {
-	case 36:
-		if id[8] != '-' || id[13] != '-' || id[18] != '-' || id[23] != '-' {
-			return "", false
-		}
-		digits = id[:8] + id[9:13] + id[14:18] + id[19:23] + id[24:]
-	case 32:
-		digits = id
-	default:
-		return "", false
-	}
-	digits = strings.ToLower(digits)
-	if strings.Trim(digits, "0123456789abcdef") != "" {
-		return "", false
-	}
-	return digits[:8] + "-" + digits[8:12] + "-" + digits[12:16] + "-" + digits[16:20] + "-" + digits[20:], true
 }
 
 // quoteID quotes a server-supplied id for a log line or an error, cut

@@ -284,7 +284,9 @@ func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serve
 			if restored != nil {
 				generation = restored.Epoch
 			}
-			mapper, err := mapping.NewConversation(r.mappingConfig(api.hostPort, info.ID, generation))
+			cfg := r.mappingConfig(api.hostPort, info.ID, generation)
+			cfg.Lineage = w.lineage(info)
+			mapper, err := mapping.NewConversation(cfg)
 			if err != nil {
 				return nil, err
 			}

@@ -3,6 +3,8 @@ package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openha
 import (
 	"fmt"
 	"hash/fnv"
+
+	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
 
 // ShardConfig splits the conversations of every configured server across
@@ -42,7 +44,7 @@ func (s ShardConfig) owns(conversationID string) bool {
 // 32-digit hex id (the form the server's paging uses) is dashed first, so
 // both spellings of one conversation land on the same replica.
 func shardOf(conversationID string, count int) int {
-	if id, ok := canonicalConversationID(conversationID); ok {
+	if id, ok := mapping.ConversationID(conversationID); ok {
 		conversationID = id
 	}
 	h := fnv.New64a()

@@ -80,6 +80,7 @@ func (w *serverWatch) poll(ctx context.Context) {
 				continue
 			}
 			info := item.info
+			w.noteChild(ctx, info) // its parent may be this replica's
 			if listed[info.ID] || !w.shard.owns(info.ID) {
 				continue // a server that lists one id twice; another replica's
 			}

@@ -112,6 +112,9 @@ type Config struct {
 	// NewStreamRedactor starts the redactor of one delta stream; required
 	// when Deltas is on and the vendor plane ("x") is at redacted.
 	NewStreamRedactor func() StreamRedactor
+	// Lineage is where the conversation comes from; it rides on
+	// session.started.
+	Lineage Lineage
 }
 
 // SourceURI is the RECOMMENDED session-scoped source,

@@ -66,6 +66,10 @@ type Conversation struct {
 
 	stream    StreamRedactor // the open delta stream's redactor, nil if none
 	lastDelta origin         // the stream's last delta, which its flush is attributed to
+	// children are the child conversations this one's agent started and
+	// the tree has not shown stopped, each with its
+	// delegation.subagent.started id.
+	children map[string]string
 	// undecodable counts the stand-ins for undecodable input, which tells
 	// their ids apart (not stored: their ids also hold the receive time).
 	undecodable uint64
@@ -87,7 +91,7 @@ func (c *Conversation) Source() string { return c.cfg.Source }
 // Start returns session.started for the conversation's first sight:
 // data.client names the agent server and data.server carries its host:port;
 // no label (it is redaction-gated and the envelope session already carries
-// the conversation id). Its id is derived from createdAt, the conversation's
+// the conversation id); the lineage (Config.Lineage) as putLineage puts it. Its id is derived from createdAt, the conversation's
 // creation time, so a restarted receiver re-emits the same id. It returns
 // nil once the session has started (a restored conversation) or ended.
 func (c *Conversation) Start(createdAt, receivedAt time.Time) *aep.Event {
@@ -101,6 +105,7 @@ func (c *Conversation) Start(createdAt, receivedAt time.Time) *aep.Event {
 	if c.cfg.ServerHost != "" {
 		set(out, "server", c.cfg.ServerHost)
 	}
+	c.putLineage(out)
 	c.startedID = out.ID
 	return out
 }
@@ -151,6 +156,9 @@ func (c *Conversation) Status() string {
 	}
 	return *c.status
 }
+
+// Run is the open run's id, "" when none is open.
+func (c *Conversation) Run() string { return c.run }
 
 // Ended reports whether session.ended has been emitted.
 func (c *Conversation) Ended() bool { return c.ended }

@@ -94,6 +94,9 @@ func (c *Conversation) mapObservation(e *emission, f map[string]any, o origin) b
 	if r, ok := c.text(out, text); ok {
 		set(out, contentField(out, "result"), r)
 	}
+	if name == startChildTool {
+		c.subagentStarted(e, f, obs, o, out)
+	}
 	return true
 }
 

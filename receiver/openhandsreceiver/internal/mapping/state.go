@@ -1,5 +1,7 @@
 package mapping
 
+import "maps"
+
 // State is the part of a Conversation that survives a restart: everything
 // later outputs depend on, as plain data. The receiver persists it beside
 // the session's positions and its socket cursor, and restores it into a
@@ -28,6 +30,9 @@ type State struct {
 	StartedID string `json:"started_id,omitempty"`
 	// Ended reports whether session.ended was emitted.
 	Ended bool `json:"ended,omitempty"`
+	// Children are the started child conversations not yet shown stopped,
+	// each with its delegation.subagent.started id.
+	Children map[string]string `json:"children,omitempty"`
 }
 
 // Snapshot returns the conversation's State.
@@ -39,6 +44,7 @@ func (c *Conversation) Snapshot() State {
 		Attention:    c.attention,
 		StartedID:    c.startedID,
 		Ended:        c.ended,
+		Children:     maps.Clone(c.children),
 	}
 	if c.status != nil {
 		s.Status = *c.status
@@ -56,5 +62,6 @@ func (c *Conversation) Restore(s State) {
 	}
 	c.runs, c.run, c.runStartedID = s.Runs, s.Run, s.RunStartedID
 	c.attention, c.startedID, c.ended = s.Attention, s.StartedID, s.Ended
+	c.children = maps.Clone(s.Children)
 	c.stream, c.lastDelta, c.staleSnapshot = nil, origin{}, false
 }

@@ -1,0 +1,84 @@
+package aepconnector // import "github.com/otelcol-openhands/otelcol-openhands/connector/aepconnector"
+
+import (
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/runtrace"
+)
+
+// maxLinkedSessions bounds the child sessions whose parent span the
+// connector remembers; past it the oldest link is forgotten, and that
+// child's later runs are traces of their own.
+const maxLinkedSessions = 10000
+
+// childKey names a child session.
+type childKey struct{ agent, session string }
+
+// link is the span a child session's runs go under.
+type link struct {
+	trace [16]byte
+	span  [8]byte
+	// byTool marks the delegating tool call's span, which a parent run
+	// never replaces.
+	byTool bool
+}
+
+// lineage puts a child session's runs, and so their tool calls and
+// waits, in the trace of the span that delegated them (runtrace's
+// Delegator and ParentRun). A child run ended before its link was seen
+// keeps a trace of its own. It is not safe for concurrent use.
+type lineage struct {
+	links map[childKey]link
+	order []childKey // oldest first, for the bound
+}
+
+func newLineage() *lineage { return &lineage{links: make(map[childKey]link)} }
+
+// note learns a link from delegation.subagent.started (the delegating tool
+// call, else the parent's run) or from a child's session.started (the
+// parent's run).
+func (l *lineage) note(ev *aep.Event) {
+	switch ev.Type {
+	case "delegation.subagent.started":
+		child, _ := ev.Data["child"].(map[string]any)
+		session, _ := child["session"].(string)
+		agent, _ := child["agent"].(string)
+		if agent == "" {
+			agent = ev.Agent
+		}
+		if pos, ok := runtrace.Delegator(ev); ok && session != "" {
+			l.put(childKey{agent, session}, link{pos.TraceID, pos.SpanID, pos.Kind == runtrace.KindTool})
+		}
+	case "session.started":
+		if pos, ok := runtrace.ParentRun(ev); ok {
+			l.put(childKey{ev.Agent, ev.Session}, link{pos.TraceID, pos.SpanID, false})
+		}
+	}
+}
+
+func (l *lineage) put(k childKey, to link) {
+	if old, known := l.links[k]; known {
+		if !old.byTool || to.byTool {
+			l.links[k] = to
+		}
+		return
+	}
+	if len(l.order) >= maxLinkedSessions {
+		delete(l.links, l.order[0])
+		l.order = l.order[1:]
+	}
+	l.links[k] = to
+	l.order = append(l.order, k)
+}
+
+// place moves an operation of a linked child session into its parent's
+// trace, a run under the delegating span.
+func (l *lineage) place(op *operation) {
+	to, ok := l.links[childKey{op.terminal.Agent, op.terminal.Session}]
+	if !ok {
+		return
+	}
+	op.pos.TraceID = to.trace
+	if op.pos.Kind == runtrace.KindRun {
+		op.pos.ParentID = to.span
+	}
+}

@@ -1,0 +1,211 @@
+package openhandstest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// The conversation tree, as the 1.58.2 server models it
+// (agent_server/conversation_service.py start_child_conversation and
+// fork_conversation; ConversationInfo in agent_server/models.py): a child
+// conversation names its parent (parent_conversation_id) and its parent
+// lists it (sub_conversation_ids, derived from the catalog); a fork names
+// its source conversation and, for a fork up to an event, that event
+// (forked_from_conversation_id, forked_from_event_id).
+
+// StartChildTool is the tool the server attaches to launch a child
+// conversation on itself.
+const StartChildTool = "start_child_conversation"
+
+// ChildLaunch is StartChildConversationResponse: what POST
+// /api/conversations/{id}/children answers and what the tool's observation
+// carries.
+type ChildLaunch struct {
+	ConversationID       string `json:"conversation_id"`
+	ParentConversationID string `json:"parent_conversation_id"`
+	Status               string `json:"status"`
+	Title                any    `json:"title"`
+	URL                  any    `json:"url"`
+	Workspace            string `json:"workspace"`
+	Isolation            string `json:"isolation"`
+}
+
+// StartChild launches a child conversation of c as the server does: it
+// inherits c's agent and workspace (the stub's workspaces are no git
+// repositories, so the child shares c's directory: isolation "shared"),
+// gets task as its first user message and starts running.
+func (c *Conversation) StartChild(task, title string) (ChildLaunch, error) {
+	s := c.s
+	s.mu.Lock()
+	agent, _ := c.c.state["agent"].(map[string]any)
+	workspace, _ := c.c.state["workspace"].(map[string]any)
+	deleted := c.c.deleted
+	s.mu.Unlock()
+	if deleted {
+		return ChildLaunch{}, ErrConversationDeleted
+	}
+	workingDir, _ := workspace["working_dir"].(string)
+	child, err := s.CreateConversation(ConversationOptions{Title: title, Agent: agent, WorkingDir: workingDir})
+	if err != nil {
+		return ChildLaunch{}, fmt.Errorf("start child conversation: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	child.c.parentID = c.c.id
+	if _, err := s.sendMessageLocked(child.c, map[string]any{"role": "user", "content": []any{textContent(task)}}, true); err != nil {
+		return ChildLaunch{}, fmt.Errorf("start child conversation: %w", err)
+	}
+	return ChildLaunch{
+		ConversationID: child.c.id, ParentConversationID: c.c.id, Status: child.c.status(),
+		Title: child.c.title, Workspace: workingDir, Isolation: "shared",
+	}, nil
+}
+
+// ForkOptions is ForkConversationRequest.
+type ForkOptions struct {
+	// ID is the fork's id (default a random uuid4).
+	ID string `json:"id,omitempty"`
+	// Title is the fork's title ("" = null).
+	Title string `json:"title,omitempty"`
+	// FromEventID, when set, forks the history up to and including that
+	// event; "" forks all of it.
+	FromEventID string `json:"from_event_id,omitempty"`
+}
+
+// Fork copies c as the server's fork does: the history (up to and
+// including FromEventID, when set) with the same event ids, the state, in
+// status idle, linked to its source. Nothing is published.
+func (c *Conversation) Fork(opts ForkOptions) (*Conversation, error) {
+	s := c.s
+	s.mu.Lock()
+	end := len(c.c.log)
+	if opts.FromEventID != "" {
+		i, ok := c.c.index[opts.FromEventID]
+		if !ok {
+			s.mu.Unlock()
+			return nil, fmt.Errorf("fork: from_event_id %s is not an event of %s", opts.FromEventID, c.c.id)
+		}
+		end = i + 1
+	}
+	state := make(map[string]any, len(c.c.state))
+	for k, v := range c.c.state {
+		state[k] = v
+	}
+	state["execution_status"] = StatusIdle
+	log := append([]storedEvent(nil), c.c.log[:end]...)
+	source := c.c.id
+	s.mu.Unlock()
+
+	fork, err := s.CreateConversation(ConversationOptions{ID: opts.ID, Title: opts.Title, State: state})
+	if err != nil {
+		return nil, fmt.Errorf("fork: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := fork.c
+	f.forkedFrom, f.forkedAt = source, opts.FromEventID
+	f.log = log
+	for i, se := range log {
+		f.index[se.event.ID()] = i
+		if se.event.Kind() != KindConversationStateUpdateEvent {
+			f.leafID = se.event.ID()
+		}
+	}
+	return fork, nil
+}
+
+// lineageLocked puts the tree fields on c's ConversationInfo.
+func (s *Server) lineageLocked(c *conversation, info map[string]any) {
+	info["parent_conversation_id"] = nullable(c.parentID)
+	info["forked_from_conversation_id"] = nullable(c.forkedFrom)
+	info["forked_from_event_id"] = nullable(c.forkedAt)
+	children := []any{}
+	for _, other := range s.conversations {
+		if other.parentID == c.id {
+			children = append(children, other.id)
+		}
+	}
+	info["sub_conversation_ids"] = children
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// notFoundDetail is the 404 of the tree routes, which name what is missing.
+func notFoundDetail(detail string) notFound {
+	return func(w http.ResponseWriter, _ string) { writeDetail(w, http.StatusNotFound, detail) }
+}
+
+// handleStartChild is POST /api/conversations/{id}/children: 201 with
+// StartChildConversationResponse.
+func (s *Server) handleStartChild(w http.ResponseWriter, r *http.Request, c *conversation) {
+	var req struct {
+		Task  *string `json:"task"`
+		Title string  `json:"title"`
+	}
+	body, _ := readBody(r)
+	if err := json.Unmarshal(body, &req); err != nil || req.Task == nil {
+		writeValidationError(w, []any{"body", "task"}, "missing", "Field required", string(body))
+		return
+	}
+	launch, err := (&Conversation{s: s, c: c}).StartChild(*req.Task, req.Title)
+	if err != nil {
+		writeServerError(w, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusCreated, launch)
+}
+
+// handleFork is POST /api/conversations/{id}/fork: 201 with the fork's
+// ConversationInfo; an unknown from_event_id is 404.
+func (s *Server) handleFork(w http.ResponseWriter, r *http.Request, c *conversation) {
+	var opts ForkOptions
+	if body, _ := readBody(r); len(body) > 0 {
+		if err := json.Unmarshal(body, &opts); err != nil {
+			writeValidationError(w, []any{"body"}, "json_invalid", "JSON decode error", string(body))
+			return
+		}
+	}
+	fork, err := (&Conversation{s: s, c: c}).Fork(opts)
+	if err != nil {
+		writeDetail(w, http.StatusNotFound, err.Error())
+		return
+	}
+	s.mu.Lock()
+	info := s.conversationInfoLocked(fork.c)
+	s.mu.Unlock()
+	writeJSON(w, http.StatusCreated, info)
+}
+
+// StartChildAction builds the ActionEvent of the agent calling
+// start_child_conversation.
+func StartChildAction(task, title string) Event {
+	action := map[string]any{"kind": "StartChildConversationAction", "task": task, "isolation": "worktree"}
+	if title != "" {
+		action["title"] = title
+	}
+	return ActionEvent(ActionSpec{ToolName: StartChildTool, Action: action})
+}
+
+// StartChildObservation builds the tool's ObservationEvent reporting
+// launch (tools/child_conversation/impl.py: the summary text plus the
+// response's fields on the observation).
+func StartChildObservation(action Event, launch ChildLaunch) Event {
+	ev := ObservationEvent(action, fmt.Sprintf("Started child conversation %s (status: %s).", launch.ConversationID, launch.Status), false)
+	obs := ev["observation"].(map[string]any)
+	obs["kind"] = "StartChildConversationObservation"
+	obs["conversation_id"] = launch.ConversationID
+	obs["parent_conversation_id"] = launch.ParentConversationID
+	obs["status"] = launch.Status
+	obs["workspace"] = launch.Workspace
+	obs["isolation"] = launch.Isolation
+	if launch.Title != nil {
+		obs["title"] = launch.Title
+	}
+	return ev
+}

@@ -1,0 +1,75 @@
+package openhandstest
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestStartChildConversation(t *testing.T) {
+	s := Start(t, Config{})
+	parent := newConversation(t, s, ConversationOptions{WorkingDir: "/w/p"})
+	api := newAPIClient(t, s, "")
+
+	status, body := api.do(http.MethodPost, "/api/conversations/"+parent.ID()+"/children", map[string]any{"task": "write the tests", "title": "tests"})
+	require.Equal(t, http.StatusCreated, status, string(body))
+	var launch ChildLaunch
+	require.NoError(t, json.Unmarshal(body, &launch))
+	assert.Equal(t, parent.ID(), launch.ParentConversationID)
+	assert.Equal(t, StatusRunning, launch.Status, "the task is sent with run=true")
+	assert.Equal(t, "shared", launch.Isolation)
+	assert.Equal(t, "/w/p", launch.Workspace)
+
+	child := api.getJSON("/api/conversations/" + launch.ConversationID)
+	assert.Equal(t, parent.ID(), child["parent_conversation_id"])
+	assert.Equal(t, "tests", child["title"])
+	assert.Equal(t, []any{launch.ConversationID}, api.getJSON("/api/conversations/" + parent.ID())["sub_conversation_ids"])
+
+	t.Run("task required", func(t *testing.T) {
+		status, _ := api.do(http.MethodPost, "/api/conversations/"+parent.ID()+"/children", map[string]any{"title": "x"})
+		assert.Equal(t, http.StatusUnprocessableEntity, status)
+	})
+	t.Run("unknown parent", func(t *testing.T) {
+		status, body := api.do(http.MethodPost, "/api/conversations/"+NewUUID()+"/children", map[string]any{"task": "x"})
+		assert.Equal(t, http.StatusNotFound, status)
+		assert.JSONEq(t, `{"detail":"Parent conversation not found"}`, string(body))
+	})
+}
+
+func TestForkConversation(t *testing.T) {
+	s := Start(t, Config{})
+	source := newConversation(t, s, ConversationOptions{Status: StatusFinished})
+	events := appendAll(t, source, MessageEvent("user", "one"), MessageEvent("user", "two"))
+	api := newAPIClient(t, s, "")
+
+	for _, tc := range []struct {
+		name string
+		req  map[string]any
+		at   any
+		n    int
+	}{
+		{"the whole conversation", map[string]any{}, nil, 2},
+		{"up to and including an event", map[string]any{"from_event_id": events[0].ID()}, events[0].ID(), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := api.do(http.MethodPost, "/api/conversations/"+source.ID()+"/fork", tc.req)
+			require.Equal(t, http.StatusCreated, status, string(body))
+			var info map[string]any
+			require.NoError(t, json.Unmarshal(body, &info))
+			assert.Equal(t, source.ID(), info["forked_from_conversation_id"])
+			assert.Equal(t, tc.at, info["forked_from_event_id"])
+			assert.Nil(t, info["parent_conversation_id"])
+			assert.Equal(t, StatusIdle, info["execution_status"])
+			fork, ok := s.Conversation(info["id"].(string))
+			require.True(t, ok)
+			assert.Equal(t, eventIDs(events[:tc.n]), eventIDs(fork.Events()), "the same event ids")
+		})
+	}
+	t.Run("unknown event", func(t *testing.T) {
+		status, _ := api.do(http.MethodPost, "/api/conversations/"+source.ID()+"/fork", map[string]any{"from_event_id": NewUUID()})
+		assert.Equal(t, http.StatusNotFound, status)
+	})
+}

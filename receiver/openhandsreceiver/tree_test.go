@@ -1,0 +1,156 @@
+package openhandsreceiver
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
+)
+
+// waitFirst waits for the session's first event of type typ.
+func (h *harness) waitFirst(session, typ string) *aep.Event {
+	h.t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		for _, ev := range h.session(session) {
+			if ev.Type == typ {
+				return ev
+			}
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("session %s emitted %v, no %s", session, types(h.session(session)), typ)
+		}
+		time.Sleep(tick)
+	}
+}
+
+// TestConversationTree: the agent of a running conversation starts a child
+// with start_child_conversation; the child's session.started names the
+// parent and its run, the parent's session carries
+// delegation.subagent.started after the call's answer and
+// delegation.subagent.stopped once search shows the child finished; a fork
+// names its source conversation and event.
+func TestConversationTree(t *testing.T) {
+	bothSockets(t, func(t *testing.T, socket string) {
+		stub := startStub(t)
+		parent := newConversation(t, stub)
+		h := startHarness(t, fastConfig(socket, stub))
+		h.waitLive(parent, 1)
+		mustStatus(t, parent, oh.StatusRunning)
+		h.waitTypes(parent.ID(), "run.started", "state.delta")
+		run := "run:" + parent.ID() + ":1"
+
+		action := mustAppend(t, parent, oh.StartChildAction("write the tests", "tests"))
+		launch, err := parent.StartChild("write the tests", "tests")
+		require.NoError(t, err)
+		mustAppend(t, parent, oh.StartChildObservation(action, launch))
+		got := h.waitTypes(parent.ID(), "tool.completed", "delegation.subagent.started")
+		completed, started := got[len(got)-2], got[len(got)-1]
+		assert.Equal(t, completed.ID, started.Cause, "cause-linked to the call's answer")
+		assert.Equal(t, run, started.Run)
+		assert.Equal(t, map[string]any{"session": launch.ConversationID, "agent": "openhands"}, started.Data["child"])
+		assert.NotEmpty(t, started.Traceparent)
+
+		childStarted := h.waitFirst(launch.ConversationID, "session.started")
+		assert.Equal(t, map[string]any{"session": parent.ID(), "agent": "openhands", "run": run}, childStarted.Data["parent"])
+
+		child, ok := stub.Conversation(launch.ConversationID)
+		require.True(t, ok)
+		mustStatus(t, child, oh.StatusFinished)
+		stopped := h.waitFirst(parent.ID(), "delegation.subagent.stopped")
+		assert.Equal(t, started.ID, stopped.Cause)
+		assert.Equal(t, run, stopped.Run)
+		assert.Equal(t, oh.StatusFinished, stopped.Data["status"])
+		assert.Equal(t, started.Data["child"], stopped.Data["child"])
+
+		fork, err := parent.Fork(oh.ForkOptions{FromEventID: action.ID()})
+		require.NoError(t, err)
+		forkStarted := h.waitFirst(fork.ID(), "session.started")
+		assert.Equal(t, map[string]any{"session": parent.ID(), "event": action.ID()}, forkStarted.Data["x.openhands.forked_from"])
+		assert.Nil(t, forkStarted.Data["parent"], "a fork is no child")
+
+		h.waitTypes(child.ID(), "state.delta", "run.finished")
+		assert.Equal(t, 1, count(h.session(parent.ID()), "delegation.subagent.stopped"), "a child stops once, whatever the polls show")
+		h.validate()
+		assertReadOnly(t, stub)
+	})
+}
+
+// TestTreeIDsNotUUIDsAreLeftOut: a tree field that is not a UUID is left
+// out of session.started, with a warning; the conversation is observed.
+func TestTreeIDsNotUUIDsAreLeftOut(t *testing.T) {
+	stub := startStub(t)
+	id, source := oh.NewUUID(), oh.NewUUID()
+	front, _ := startFront(t, stub, "", injectSearchItems(t, stub, "",
+		`{"id":"`+id+`","execution_status":"idle","created_at":"2026-12-01T10:00:00Z","updated_at":"2026-12-01T10:00:00Z",`+
+			`"parent_conversation_id":"../../x","forked_from_conversation_id":"`+source+`","forked_from_event_id":"<script>"}`))
+	cfg := fastConfig(socketSession, stub)
+	cfg.Servers[0].Endpoint = front.URL
+	core, logs := observer.New(zapcore.WarnLevel)
+	h := startHarnessLogging(t, cfg, nil, zap.New(core))
+
+	started := h.waitFirst(id, "session.started")
+	assert.Nil(t, started.Data["parent"])
+	assert.Equal(t, map[string]any{"session": source}, started.Data["x.openhands.forked_from"])
+	require.Eventually(t, func() bool {
+		return logs.FilterMessageSnippet("tree field is not a UUID").FilterField(zap.String("field", "parent_conversation_id")).Len() > 0 &&
+			logs.FilterMessageSnippet("tree field is not a UUID").FilterField(zap.String("field", "forked_from_event_id")).Len() > 0
+	}, waitFor, tick)
+}
+
+// idInShard is a fresh conversation id that shard index of count owns.
+func idInShard(index, count int) string {
+	for {
+		if id := oh.NewUUID(); shardOf(id, count) == index {
+			return id
+		}
+	}
+}
+
+// TestChildOfAnotherReplicasParent: parent and child are observed by two
+// replicas. The child's session.started names the parent without its run
+// (its replica does not observe the parent); the parent's replica still
+// reports the child stopped, from what search shows of a conversation it
+// does not own.
+func TestChildOfAnotherReplicasParent(t *testing.T) {
+	stub := startStub(t)
+	parent, err := stub.CreateConversation(oh.ConversationOptions{ID: idInShard(0, 2)})
+	require.NoError(t, err)
+	replica := func(index int) *harness {
+		cfg := fastConfig(socketSession, stub)
+		cfg.Shard = ShardConfig{Index: &index, Count: 2}
+		return startHarness(t, cfg)
+	}
+	a, b := replica(0), replica(1)
+	a.waitLive(parent, 1)
+	mustStatus(t, parent, oh.StatusRunning)
+	a.waitTypes(parent.ID(), "run.started", "state.delta")
+
+	child, err := stub.CreateConversation(oh.ConversationOptions{ID: idInShard(1, 2), Parent: parent.ID(), Status: oh.StatusRunning})
+	require.NoError(t, err)
+	childStarted := b.waitFirst(child.ID(), "session.started")
+	assert.Equal(t, map[string]any{"session": parent.ID(), "agent": "openhands"}, childStarted.Data["parent"],
+		"the parent's run is known only where the parent is observed")
+
+	action := mustAppend(t, parent, oh.StartChildAction("task", ""))
+	mustAppend(t, parent, oh.StartChildObservation(action, oh.ChildLaunch{
+		ConversationID: child.ID(), ParentConversationID: parent.ID(), Status: oh.StatusRunning, Isolation: "shared",
+	}))
+	started := a.waitFirst(parent.ID(), "delegation.subagent.started")
+	mustStatus(t, child, oh.StatusError)
+	stopped := a.waitFirst(parent.ID(), "delegation.subagent.stopped")
+	assert.Equal(t, started.ID, stopped.Cause)
+	assert.Equal(t, oh.StatusError, stopped.Data["status"])
+
+	assert.Empty(t, a.session(child.ID()), "one observer per session")
+	assert.Empty(t, b.session(parent.ID()))
+	a.validate()
+	b.validate()
+}
