@@ -77,6 +77,8 @@ type conversation struct {
 	decorator  *mapping.Decorator
 	emitter    *sessionEmitter
 	overlap    *overlapIDs  // the ids a resume or an attach's buffer can repeat
+	vendorIDs  *vendorIDs   // the last stored events processed: lineage, and the webhook's dedupe
+	metadata   metaShown    // title, tags as the webhook last showed them
 	resumeTS   string       // newest vendor timestamp of a persisted event seen
 	durableSeq int64        // last /sockets/session seq processed; -1 before any
 	durableID  string       // its vendor event id, the REST anchor of the next one
@@ -773,6 +775,7 @@ const (
 	transientFrame                 // session socket, not (yet) stored
 	legacyHistory                  // legacy attach, REST history page
 	legacyLive                     // legacy socket frame
+	webhookPush                    // an event batch the server POSTed (webhook.go)
 )
 
 // isRepeatLocked reports whether ev was already processed. Only a stored
@@ -815,13 +818,14 @@ func (c *conversation) processLocked(ctx context.Context, ev mapping.Event, how 
 	if c.mapper.Ended() {
 		return
 	}
-	if c.isRepeatLocked(ev, how) {
+	if c.isRepeatLocked(ev, how) || c.pushedBeforeLocked(ev) {
 		w.tel.duplicates.Add(ctx, 1)
 		return
 	}
 	now := time.Now()
 	c.lastSeen = now
-	if how == durableFrame || how == legacyHistory || !ev.Transient() {
+	// A pushed event is not the socket's progress, nor its resume point.
+	if how != webhookPush && (how == durableFrame || how == legacyHistory || !ev.Transient()) {
 		c.noteStoredLocked(ev.Timestamp())
 	}
 	prev := c.mapper.Status()
@@ -834,6 +838,7 @@ func (c *conversation) processLocked(ctx context.Context, ev mapping.Event, how 
 	} else {
 		out = c.mapper.Map(ev, now)
 	}
+	c.linkLocked(ev, out)
 	out = c.notes.Decorate(prev, out, now)
 	out = c.decorator.Decorate(ev, out)
 	w.tel.mapped(ctx, time.Since(now))

@@ -1,0 +1,94 @@
+package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
+
+import (
+	"strings"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
+)
+
+// rootParentID is the SDK's reserved parent_id of a tree root
+// (openhands/sdk/event/types.py ROOT_PARENT_ID).
+const rootParentID = "__root__"
+
+// Windows of vendorIDs: lineage alone needs the recent events (a parent_id
+// names the conversation's head, normally the event just before); with the
+// webhook on, it also dedupes the channels, whose copies of one event are
+// apart by the webhook's buffering (flush_delay, 30 s by default).
+const (
+	lineageWindow = 256
+	webhookWindow = 4096
+)
+
+// vendorIDs remembers, for the last capacity stored events a conversation
+// processed on any channel, the id of the first AEP event each one was
+// mapped to ("" for none): the cause an event naming it as parent_id
+// gets, and, with the webhook on, the proof that a second copy of it is a
+// repeat.
+type vendorIDs struct {
+	aepID    map[string]string
+	ring     []string // oldest at next once full
+	next     int
+	capacity int
+}
+
+func newVendorIDs(capacity int) *vendorIDs {
+	return &vendorIDs{aepID: make(map[string]string), capacity: capacity}
+}
+
+// add records vendor id with the AEP id it was mapped to and reports
+// whether it was new.
+func (v *vendorIDs) add(id, aepID string) bool {
+	if _, ok := v.aepID[id]; ok {
+		return false
+	}
+	if len(v.ring) < v.capacity {
+		v.ring = append(v.ring, id)
+	} else {
+		delete(v.aepID, v.ring[v.next])
+		v.ring[v.next] = id
+		v.next = (v.next + 1) % v.capacity
+	}
+	v.aepID[id] = aepID
+	return true
+}
+
+func (v *vendorIDs) has(id string) bool {
+	_, ok := v.aepID[id]
+	return ok
+}
+
+// parentID is the vendor event's parent_id: its predecessor in the
+// conversation tree; "" when it has none (a root, or a transport that
+// strips it: the legacy socket of servers v1.31.2–v1.36.1).
+func parentID(ev mapping.Event) string {
+	p, _ := ev.Fields["parent_id"].(string)
+	if p == rootParentID {
+		return ""
+	}
+	return p
+}
+
+// linkLocked sets, on the AEP events mapped from ev that have no cause,
+// the AEP event its parent_id was mapped to, and records ev's own. Tool
+// and attention events are left alone: their cause is the call or request
+// they answer (mapping.Decorator), which also keys their spans.
+func (c *conversation) linkLocked(ev mapping.Event, mapped []*aep.Event) {
+	if ev.Transient() {
+		return // never stored, never a parent
+	}
+	first := ""
+	if len(mapped) > 0 {
+		first = mapped[0].ID
+	}
+	c.vendorIDs.add(ev.ID(), first)
+	parent := c.vendorIDs.aepID[parentID(ev)]
+	if parent == "" {
+		return
+	}
+	for _, out := range mapped {
+		if out.Cause == "" && !strings.HasPrefix(out.Type, "tool.") && !strings.HasPrefix(out.Type, "attention.") {
+			out.Cause = parent
+		}
+	}
+}
