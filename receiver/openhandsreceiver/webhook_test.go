@@ -151,7 +151,6 @@ func TestWebhookAttachesWithoutPolling(t *testing.T) {
 	})
 }
 
-
 // With both channels on, each vendor event is one AEP event, whichever
 // channel brings it first: here the webhook, while the server refuses the
 // socket, then the socket, whose replay repeats all of it.
