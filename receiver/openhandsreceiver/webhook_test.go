@@ -29,7 +29,7 @@ type hookFront struct {
 	target atomic.Pointer[url.URL]
 }
 
-func startHookFront(t *testing.T) *hookFront {
+func startHookFront(t testing.TB) *hookFront {
 	f := &hookFront{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		target := f.target.Load()
@@ -62,8 +62,12 @@ func webhookConfig(socket string, keys []string, stubs ...*oh.Server) *Config {
 func startWebhookHarness(t *testing.T, cfg *Config, front *hookFront) *harness {
 	t.Helper()
 	h := startHarness(t, cfg)
-	front.target.Store(&url.URL{Scheme: "http", Host: h.rcv.webhook.addr.String()})
+	front.target.Store(sinkURL(h.rcv.webhook))
 	return h
+}
+
+func sinkURL(sink *webhookSink) *url.URL {
+	return &url.URL{Scheme: "http", Host: sink.addr.String()}
 }
 
 // hookStub is a stub whose webhook, if front is set, posts to front at
