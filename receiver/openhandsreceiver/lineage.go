@@ -12,11 +12,12 @@ import (
 const rootParentID = "__root__"
 
 // Windows of vendorIDs: lineage alone needs the recent events (a parent_id
-// names the conversation's head, normally the event just before); with the
-// webhook on, it also dedupes the channels, whose copies of one event are
-// apart by the webhook's buffering (flush_delay, 30 s by default).
+// names the conversation's head, the last event that is not a state
+// update); with the webhook on, it also dedupes the channels, whose copies
+// of one event are apart by the webhook's buffering (flush_delay, 30 s by
+// default).
 const (
-	lineageWindow = 256
+	lineageWindow = 32
 	webhookWindow = 4096
 )
 

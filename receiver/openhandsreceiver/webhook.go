@@ -319,10 +319,14 @@ func (c *conversation) takePushed(ctx context.Context, events []any) {
 	}
 }
 
-// extendsLocked reports whether ev follows what was processed.
+// extendsLocked reports whether ev follows what was processed: its parent
+// was, or it is a root and nothing was, not even before a restart (the
+// socket cursor is stored; vendorIDs is not).
 func (c *conversation) extendsLocked(ev mapping.Event) bool {
-	parent := parentID(ev)
-	return parent == "" || c.vendorIDs.has(parent)
+	if parent := parentID(ev); parent != "" {
+		return c.vendorIDs.has(parent)
+	}
+	return len(c.vendorIDs.aepID) == 0 && c.durableSeq < 0 && c.resumeTS == ""
 }
 
 // pushedBeforeLocked reports whether ev, a stored event, was already
