@@ -248,12 +248,13 @@ func (c *Conversation) Status() string {
 }
 
 // SetTitle sets the title REST reports (no event, like the stored
-// metadata) and, like the server's update, posts the ConversationInfo to
-// the webhooks: the one channel a rename shows on.
+// metadata) and, like the server's update, moves updated_at and posts the
+// ConversationInfo to the webhooks: the one channel a rename shows on.
 func (c *Conversation) SetTitle(title string) {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
 	c.c.title = title
+	c.c.updatedAt = c.s.cfg.Clock()
 	c.s.postInfoLocked(c.c, "")
 }
 

@@ -27,36 +27,11 @@ const (
 // gets, and, with the webhook on, the proof that a second copy of it is a
 // repeat.
 type vendorIDs struct {
-	aepID    map[string]string
-	ring     []string // oldest at next once full
-	next     int
-	capacity int
+	recent[string]
 }
 
 func newVendorIDs(capacity int) *vendorIDs {
-	return &vendorIDs{aepID: make(map[string]string), capacity: capacity}
-}
-
-// add records vendor id with the AEP id it was mapped to and reports
-// whether it was new.
-func (v *vendorIDs) add(id, aepID string) bool {
-	if _, ok := v.aepID[id]; ok {
-		return false
-	}
-	if len(v.ring) < v.capacity {
-		v.ring = append(v.ring, id)
-	} else {
-		delete(v.aepID, v.ring[v.next])
-		v.ring[v.next] = id
-		v.next = (v.next + 1) % v.capacity
-	}
-	v.aepID[id] = aepID
-	return true
-}
-
-func (v *vendorIDs) has(id string) bool {
-	_, ok := v.aepID[id]
-	return ok
+	return &vendorIDs{newRecent[string](capacity)}
 }
 
 // parentID is the vendor event's parent_id: its predecessor in the
@@ -82,8 +57,8 @@ func (c *conversation) linkLocked(ev mapping.Event, mapped []*aep.Event) {
 	if len(mapped) > 0 {
 		first = mapped[0].ID
 	}
-	c.vendorIDs.add(ev.ID(), first)
-	parent := c.vendorIDs.aepID[parentID(ev)]
+	c.vendorIDs.put(ev.ID(), first)
+	parent := c.vendorIDs.values[parentID(ev)]
 	if parent == "" {
 		return
 	}

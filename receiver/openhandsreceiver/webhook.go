@@ -326,7 +326,7 @@ func (c *conversation) extendsLocked(ev mapping.Event) bool {
 	if parent := parentID(ev); parent != "" {
 		return c.vendorIDs.has(parent)
 	}
-	return len(c.vendorIDs.aepID) == 0 && c.durableSeq < 0 && c.resumeTS == ""
+	return len(c.vendorIDs.values) == 0 && c.durableSeq < 0 && c.resumeTS == ""
 }
 
 // pushedBeforeLocked reports whether ev, a stored event, was already
@@ -339,9 +339,19 @@ func (c *conversation) pushedBeforeLocked(ev mapping.Event) bool {
 // noteMetadata emits, as state.delta of the session, each metadata field
 // (title, tags) whose value differs from the one last seen: on the first
 // ConversationInfo of a session the ones that are set, then each change.
+// The server posts each snapshot in a task of its own, so they can arrive
+// out of order; an update moves updated_at, and a snapshot older than the
+// newest taken in is stale.
 func (c *conversation) noteMetadata(ctx context.Context, updatedAt string, meta metadata) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	at, err := time.Parse(time.RFC3339Nano, updatedAt)
+	if err == nil && at.Before(c.metadata.at) {
+		return
+	}
+	if err == nil {
+		c.metadata.at = at
+	}
 	for _, f := range []struct {
 		key   string
 		value json.RawMessage
@@ -351,22 +361,26 @@ func (c *conversation) noteMetadata(ctx context.Context, updatedAt string, meta 
 			continue // absent, or not JSON: nothing to say
 		}
 		compact := compactJSON(f.value)
-		last, seen := c.metadata[f.key]
+		last, seen := c.metadata.values[f.key]
 		if seen && last == compact || !seen && isEmptyJSON(value) {
 			continue
 		}
-		if c.metadata == nil {
-			c.metadata = make(metaShown, 2)
+		if c.metadata.values == nil {
+			c.metadata.values = make(map[string]string, 2)
 		}
-		c.metadata[f.key] = compact
+		c.metadata.values[f.key] = compact
 		out := c.mapper.Metadata(f.key, value, updatedAt, time.Now())
 		c.mapped = append(c.mapped, c.decorator.Decorate(mapping.Event{}, out)...)
 	}
 	c.flushLocked(ctx)
 }
 
-// metaShown is the metadata a session last showed, by key, as compact JSON.
-type metaShown map[string]string
+// metaShown is the metadata a session last showed: the newest updated_at
+// taken in, and each value by key, as compact JSON.
+type metaShown struct {
+	at     time.Time
+	values map[string]string
+}
 
 func compactJSON(raw json.RawMessage) string {
 	var b bytes.Buffer
