@@ -190,6 +190,9 @@ type webhookSubscriber struct {
 	queue   [][]byte
 	timer   *time.Timer
 	posting bool
+	// flushDue: the flush timer fired during a post; like the server's,
+	// which waits for the post lock, it flushes once the post is done.
+	flushDue bool
 }
 
 func (s *Server) newWebhookSubscribers(c *conversation) []*webhookSubscriber {
@@ -245,7 +248,11 @@ func (w *webhookSubscriber) flush() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.timer = nil
-	if len(w.queue) > 0 && !w.posting {
+	switch {
+	case len(w.queue) == 0:
+	case w.posting:
+		w.flushDue = true
+	default:
 		w.startPostLocked()
 	}
 }
@@ -279,7 +286,8 @@ func (w *webhookSubscriber) postEvents() {
 		}
 		w.hooks.count(func(s *WebhookStats) { s.Batches++ })
 		remaining -= n
-		if remaining == 0 && len(w.queue) >= w.spec.EventBufferSize {
+		if remaining == 0 && (len(w.queue) >= w.spec.EventBufferSize || w.flushDue) {
+			w.flushDue = false
 			remaining = len(w.queue)
 		}
 	}

@@ -64,6 +64,10 @@ type Config struct {
 // the server whose session_api_key it carries.
 type WebhookConfig struct {
 	confighttp.ServerConfig `mapstructure:",squash"`
+	// Only observes through the webhook alone: no conversation sockets.
+	// Events come from the pushes, and what the server dropped from them
+	// (it drops the oldest under pressure) is read from events/search.
+	Only bool `mapstructure:"only"`
 
 	_ struct{}
 }

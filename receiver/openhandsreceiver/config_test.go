@@ -235,6 +235,7 @@ func TestLoadWebhookConfig(t *testing.T) {
 	hook := cfg.Webhook.Get()
 	assert.Equal(t, "0.0.0.0:8398", hook.NetAddr.Endpoint)
 	assert.Equal(t, int64(8<<20), hook.MaxRequestBodySize)
+	assert.True(t, hook.Only)
 	assert.Equal(t, confighttp.NewDefaultServerConfig().ReadHeaderTimeout, hook.ReadHeaderTimeout, "the collector's server defaults")
 }
 

@@ -79,6 +79,7 @@ type conversation struct {
 	overlap    *overlapIDs  // the ids a resume or an attach's buffer can repeat
 	vendorIDs  *vendorIDs   // the last stored events processed: lineage, and the webhook's dedupe
 	metadata   metaShown    // title, tags as the webhook last showed them
+	only       onlyState    // webhook.only: backfills and pushed batches in order
 	resumeTS   string       // newest vendor timestamp of a persisted event seen
 	durableSeq int64        // last /sockets/session seq processed; -1 before any
 	durableID  string       // its vendor event id, the REST anchor of the next one
@@ -824,8 +825,9 @@ func (c *conversation) processLocked(ctx context.Context, ev mapping.Event, how 
 	}
 	now := time.Now()
 	c.lastSeen = now
-	// A pushed event is not the socket's progress, nor its resume point.
-	if how != webhookPush && (how == durableFrame || how == legacyHistory || !ev.Transient()) {
+	// A pushed event is not the socket's progress, nor its resume point,
+	// unless there is no socket (webhook.only).
+	if (how != webhookPush || w.pushOnly) && (how == durableFrame || how == legacyHistory || !ev.Transient()) {
 		c.noteStoredLocked(ev.Timestamp())
 	}
 	prev := c.mapper.Status()

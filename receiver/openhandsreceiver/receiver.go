@@ -297,6 +297,8 @@ func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serve
 		index:   r.sessions,
 		ended:   newRecentIDs(endedWindow),
 		pushes:  pushes,
+		// webhook.only: the pushes and events/search, no socket.
+		pushOnly: r.cfg.Webhook.HasValue() && r.cfg.Webhook.Get().Only,
 		// newSession starts a conversation in this process's generation,
 		// or resumes the one restored from storage.
 		newSession: func(info conversationInfo, restored *durableState, w *serverWatch) (*conversation, error) {

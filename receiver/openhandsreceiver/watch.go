@@ -44,8 +44,9 @@ type serverWatch struct {
 	round  uint64
 	seenIn map[string]uint64
 	// pushes are the webhook's POSTs for this server (webhook.go); nil
-	// without a webhook.
-	pushes chan push
+	// without a webhook. pushOnly: webhook.only, no sockets.
+	pushes   chan push
+	pushOnly bool
 }
 
 func (w *serverWatch) run(ctx context.Context) {
@@ -247,6 +248,10 @@ func (w *serverWatch) attachOne(ctx context.Context, info conversationInfo) bool
 		w.convs[info.ID] = c
 		w.index.add(c)
 		c.begin(ctx)
+	}
+	if w.pushOnly {
+		c.backfill(ctx, info)
+		return true
 	}
 	c.attach(ctx)
 	return true

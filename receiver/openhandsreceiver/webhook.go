@@ -271,7 +271,7 @@ func (w *serverWatch) pushed(ctx context.Context, p push) *conversation {
 		return nil
 	}
 	info := p.info
-	if c, known := w.convs[p.id]; info == nil && known && c.attached() {
+	if c, known := w.convs[p.id]; info == nil && known && (c.attached() || w.pushOnly) {
 		return c
 	}
 	if info == nil {
@@ -289,34 +289,87 @@ func (w *serverWatch) pushed(ctx context.Context, p push) *conversation {
 	return w.convs[p.id]
 }
 
-// takePushed takes in an event batch the server pushed. An event extends
-// what was processed when its parent_id names a processed event (or it
-// has none): it is then mapped at once, and the socket's copy is a repeat.
-// Any other is left to the socket, which delivers every stored event in
-// log order: mapping it now could put it before events the socket has not
-// delivered yet. Transient events (state snapshots, deltas) are always the
-// socket's: they carry no parent and no seq.
+// takePushed takes in an event batch the server pushed. With sockets, an
+// event that extends what was processed (its parent_id names a processed
+// event, or it is the conversation's first) is mapped at once, and the
+// socket's copy is a repeat; any other is left to the socket, which
+// delivers every stored event in log order: mapping it now could put it
+// before events the socket has not delivered yet. Transient events (state
+// snapshots, deltas) are the socket's: they carry no parent and no seq.
+//
+// With webhook.only the batch is preceded by a backfill from events/search
+// (from the resume margin before the newest event processed): the server
+// drops the oldest events under pressure, and a dropped state update
+// breaks no parent chain, so only reading the log shows every gap. The
+// pushed events then repeat what the backfill read, or follow it.
 func (c *conversation) takePushed(ctx context.Context, events []any) {
+	only := c.watch.pushOnly
+	if only {
+		c.only.mu.Lock()
+		defer c.only.mu.Unlock()
+		c.backfillLocked(ctx)
+	}
 	undecodable := 0
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for _, item := range events {
 		ev, err := mapping.EventOf(item)
 		if err != nil {
 			undecodable++
 			continue
 		}
-		if ev.Transient() || !c.extendsLocked(ev) {
-			continue
+		c.count(ctx, ev)
+		if only || !ev.Transient() && c.extends(ev) {
+			c.process(ctx, ev, webhookPush, false)
 		}
-		c.processLocked(ctx, ev, webhookPush, false)
 	}
-	c.flushLocked(ctx)
+	c.flush(ctx)
 	if undecodable > 0 {
 		c.watch.tel.decodeError(ctx, "webhook_event")
-		c.watch.rl.Warn("webhook-decode:"+c.id, "a webhook batch held events that cannot be decoded; the socket's copies stand in for them",
+		c.watch.rl.Warn("webhook-decode:"+c.id, "a webhook batch held events that cannot be decoded; the socket or the backfill reads them",
 			zap.String("conversation", c.id), zap.Int("events", undecodable))
 	}
+}
+
+// extends reports whether ev, a stored event, follows what was processed,
+// or was processed itself.
+func (c *conversation) extends(ev mapping.Event) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.vendorIDs.has(ev.ID()) || c.extendsLocked(ev)
+}
+
+// onlyState orders, with webhook.only, a conversation's backfills and
+// pushed batches: each runs whole before the next, so events are
+// processed in log order.
+type onlyState struct {
+	mu         sync.Mutex
+	backfilled conversationInfo // what search showed at the last backfill
+}
+
+// backfill reads, with webhook.only, the stored events the pushes may not
+// have brought: all of them at first sight, then, each time discovery
+// shows the conversation moved since the last backfill, from the resume
+// margin before the newest processed (a dropped event at the end of the
+// log breaks no parent chain).
+func (c *conversation) backfill(ctx context.Context, info conversationInfo) {
+	c.only.mu.Lock()
+	defer c.only.mu.Unlock()
+	if c.only.backfilled == info {
+		return
+	}
+	if c.backfillLocked(ctx) {
+		c.only.backfilled = info
+	}
+}
+
+// backfillLocked pages events/search like a legacy attach's history,
+// deduplicated by vendor id, and reports whether it read all.
+func (c *conversation) backfillLocked(ctx context.Context) bool {
+	if err := c.replayHistory(ctx); err != nil {
+		c.watch.rl.Warn("backfill:"+c.id, "cannot read the conversation's events over REST; the next push or poll tries again",
+			zap.String("conversation", c.id), zap.Error(err))
+		return false
+	}
+	return true
 }
 
 // extendsLocked reports whether ev follows what was processed: its parent

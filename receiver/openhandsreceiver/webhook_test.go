@@ -214,3 +214,43 @@ func TestWebhookTitleRename(t *testing.T) {
 	require.Eventually(t, func() bool { return count(h.session(conv.ID()), "state.delta") == 2 }, waitFor, tick)
 	h.validate()
 }
+
+// With webhook.only there is no socket: the pushes bring the events, and
+// what the server dropped from them (oldest first, past max_queue_size
+// while the sink was unreachable) is read back from events/search, so
+// every event is emitted once, in log order.
+func TestWebhookOnlyBackfillsWhatTheServerDropped(t *testing.T) {
+	front := startHookFront(t)
+	stub := oh.Start(t, oh.Config{SessionAPIKeys: []string{testKey}, Webhooks: []oh.WebhookSpec{{
+		BaseURL: front.url, EventBufferSize: 1, FlushDelay: 20 * time.Millisecond, MaxQueueSize: 1,
+	}}})
+	conv := newConversation(t, stub)
+	first := mustAppend(t, conv, oh.MessageEvent("user", "before the receiver"))
+	cfg := webhookConfig(socketSession, []string{testKey}, stub)
+	cfg.PollInterval = time.Hour
+	cfg.Webhook.Get().Only = true
+	h := startHarness(t, cfg)
+	h.waitTypes(conv.ID(), "session.started", "x.openhands.message.event") // the first poll's backfill
+
+	ids := []string{first.ID()}
+	for _, text := range []string{"dropped", "dropped too", "kept"} {
+		ids = append(ids, mustAppend(t, conv, oh.MessageEvent("agent", text)).ID())
+	}
+	require.Eventually(t, func() bool { return stub.WebhookStats().Dropped >= 2 }, waitFor, tick)
+	front.target.Store(sinkURL(h.rcv.webhook)) // the sink is reachable: the one kept arrives
+	require.Eventually(t, func() bool { return count(h.session(conv.ID()), "x.openhands.message.event") == 4 }, waitFor, tick)
+	mustStatus(t, conv, oh.StatusRunning)
+	mustStatus(t, conv, oh.StatusFinished)
+	h.waitTypes(conv.ID(), "state.delta", "run.finished")
+
+	var got []string
+	for _, ev := range h.session(conv.ID()) {
+		if ev.Type == "x.openhands.message.event" {
+			got = append(got, ev.Data["vendor_event_id"].(string))
+		}
+	}
+	assert.Equal(t, ids, got, "each once, in log order")
+	assert.Zero(t, conv.Sockets())
+	h.validate()
+	h.assertEveryVendorEventOnce(conv)
+}
