@@ -840,9 +840,10 @@ func (c *conversation) processLocked(ctx context.Context, ev mapping.Event, how 
 	} else {
 		out = c.mapper.Map(ev, now)
 	}
-	c.linkLocked(ev, out)
+	mapped := out
 	out = c.notes.Decorate(prev, out, now)
 	out = c.decorator.Decorate(ev, out)
+	c.linkLocked(ev, mapped)
 	w.tel.mapped(ctx, time.Since(now))
 	c.mapped = append(c.mapped, out...)
 	if len(c.mapped) >= maxBatchEvents {

@@ -45,10 +45,11 @@ func parentID(ev mapping.Event) string {
 	return p
 }
 
-// linkLocked sets, on the AEP events mapped from ev that have no cause,
-// the AEP event its parent_id was mapped to, and records ev's own. Tool
-// and attention events are left alone: their cause is the call or request
-// they answer (mapping.Decorator), which also keys their spans.
+// linkLocked sets, on the AEP events mapped from ev that are still without
+// a cause once decorated, the AEP event its parent_id was mapped to, and
+// records ev's own. The answers of tool calls and attention requests are
+// left alone: their cause is what they answer (mapping.Decorator), and it
+// keys their spans (internal/aep/runtrace).
 func (c *conversation) linkLocked(ev mapping.Event, mapped []*aep.Event) {
 	if ev.Transient() {
 		return // never stored, never a parent
@@ -63,8 +64,13 @@ func (c *conversation) linkLocked(ev mapping.Event, mapped []*aep.Event) {
 		return
 	}
 	for _, out := range mapped {
-		if out.Cause == "" && !strings.HasPrefix(out.Type, "tool.") && !strings.HasPrefix(out.Type, "attention.") {
+		if out.Cause == "" && !answers(out.Type) {
 			out.Cause = parent
 		}
 	}
+}
+
+// answers reports whether typ answers a tool call or an attention request.
+func answers(typ string) bool {
+	return (strings.HasPrefix(typ, "tool.") || strings.HasPrefix(typ, "attention.")) && !strings.HasSuffix(typ, ".requested")
 }
