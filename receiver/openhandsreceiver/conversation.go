@@ -787,6 +787,8 @@ func (c *conversation) isRepeatLocked(ev mapping.Event, how delivery) bool {
 	switch {
 	case how == durableFrame:
 		return c.overlap.retire(ev.ID())
+	case how == webhookPush:
+		return false // checked against either channel by pushedBeforeLocked
 	case ev.Transient():
 		return false // snapshots, deltas, socket errors: never stored, never repeated
 	default:
@@ -819,7 +821,7 @@ func (c *conversation) processLocked(ctx context.Context, ev mapping.Event, how 
 	if c.mapper.Ended() {
 		return
 	}
-	if c.isRepeatLocked(ev, how) || c.pushedBeforeLocked(ev) {
+	if c.isRepeatLocked(ev, how) || c.pushedBeforeLocked(ev, how) {
 		w.tel.duplicates.Add(ctx, 1)
 		return
 	}

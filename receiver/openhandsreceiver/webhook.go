@@ -383,10 +383,18 @@ func (c *conversation) extendsLocked(ev mapping.Event) bool {
 }
 
 // pushedBeforeLocked reports whether ev, a stored event, was already
-// processed from the other channel. Without a webhook the socket's own
-// dedupe (seq, overlapIDs) is the whole story.
-func (c *conversation) pushedBeforeLocked(ev mapping.Event) bool {
-	return c.watch.pushes != nil && !ev.Transient() && c.vendorIDs.has(ev.ID())
+// processed from the other channel. A socket's copy of what the webhook
+// brought first is still the socket's progress (noteSearch must not take
+// it for stalled) and moves its resume point. Without a webhook the
+// socket's own dedupe (seq, overlapIDs) is the whole story.
+func (c *conversation) pushedBeforeLocked(ev mapping.Event, how delivery) bool {
+	if c.watch.pushes == nil || ev.Transient() || !c.vendorIDs.has(ev.ID()) {
+		return false
+	}
+	if how != webhookPush {
+		c.noteStoredLocked(ev.Timestamp())
+	}
+	return true
 }
 
 // noteMetadata emits, as state.delta of the session, each metadata field

@@ -2,6 +2,7 @@ package openhandsreceiver
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
+	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
 
 // hookFront stands where a server's webhook base_url points: it forwards
@@ -253,4 +255,25 @@ func TestWebhookOnlyBackfillsWhatTheServerDropped(t *testing.T) {
 	assert.Zero(t, conv.Sockets())
 	h.validate()
 	h.assertEveryVendorEventOnce(conv)
+}
+
+// The socket's copy of an event the webhook brought first is dropped, yet
+// it is the socket's progress: discovery must not take a socket that only
+// delivers such copies for stalled, and a reconnect resumes after it.
+func TestSocketCopyOfAPushedEventIsProgress(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Webhook.GetOrInsertDefault()
+	c := offlineConversationWith(t, "pushed", cfg)
+	ctx := context.Background()
+	raw := historyEvent(0, 1)
+	pushed, err := aep.DecodeValue(raw)
+	require.NoError(t, err)
+	c.takePushed(ctx, []any{pushed})
+	require.Equal(t, uint64(0), c.storedCount(), "a pushed event is not the socket's progress")
+
+	c.handleSessionFrame(ctx, []byte(`{"type":"durable","seq":0,"event":`+string(raw)+`}`))
+	assert.Equal(t, uint64(1), c.storedCount())
+	ev, err := mapping.DecodeEvent(raw)
+	require.NoError(t, err)
+	assert.Equal(t, ev.Timestamp(), c.resumeTS)
 }
