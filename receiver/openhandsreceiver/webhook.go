@@ -128,7 +128,7 @@ func (h *webhookSink) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	}
 	if w.shard.owns(p.id) {
 		if err := w.push(ctx, h.stopped, p); err != nil {
-			http.Error(rw, "the receiver is stopping", http.StatusServiceUnavailable)
+			http.Error(rw, "not taken in: the receiver is stopping or the request ended", http.StatusServiceUnavailable)
 			return
 		}
 	}
@@ -137,11 +137,12 @@ func (h *webhookSink) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 }
 
 // refuse answers a POST that is not taken in; the server retries it
-// num_retries times, then drops it. The log names the server and the
+// num_retries times, then drops it, and its events come from the socket or
+// (webhook.only) the next backfill. The log names the server and the
 // reason, never the body.
 func (h *webhookSink) refuse(ctx context.Context, rw http.ResponseWriter, w *serverWatch, outcome string, status int, err error) {
 	h.tel.webhookRequest(ctx, w.api.name, outcome)
-	w.rl.Warn("webhook:"+outcome, "refused a webhook POST; the server retries it, then drops it, and the socket still delivers its events",
+	w.rl.Warn("webhook:"+outcome, "refused a webhook POST; the server retries it, then drops it; its events still come from the socket or a backfill",
 		zap.String("outcome", outcome), zap.Error(err))
 	http.Error(rw, err.Error(), status)
 }
