@@ -65,6 +65,7 @@ type conversation struct {
 	// The conversation tree (tree.go): the parent that started this one,
 	// the conversation and event it was forked from.
 	parentID, forkedFrom, forkedAt string
+	webhooks                       []*webhookSubscriber
 }
 
 type activeRun struct {
@@ -204,6 +205,9 @@ func (s *Server) stampTransient(ev Event) (published, Event, error) {
 
 // publishLocked fans an event out to every subscriber of c without blocking.
 func (s *Server) publishLocked(c *conversation, pub published) {
+	for _, w := range c.webhooks {
+		w.enqueue(pub.raw) // model_dump: parent_id kept
+	}
 	for sc := range c.subs {
 		switch sc.endpoint {
 		case EndpointEvents:
@@ -386,6 +390,7 @@ func (s *Server) pauseLocked(c *conversation) error {
 			return err
 		}
 	}
+	s.postInfoLocked(c, "")
 	return s.publishFullStateLocked(c)
 }
 
@@ -412,6 +417,7 @@ func (s *Server) interruptLocked(c *conversation) error {
 	if _, err := s.appendLocked(c, InterruptEvent()); err != nil {
 		return err
 	}
+	s.postInfoLocked(c, "")
 	return s.publishFullStateLocked(c)
 }
 
@@ -449,7 +455,11 @@ func (s *Server) respondToConfirmationLocked(c *conversation, accept bool, reaso
 }
 
 func (s *Server) deleteLocked(c *conversation) {
+	s.postInfoLocked(c, "deleting")
 	s.closeEventServiceLocked(c)
+	for _, w := range c.webhooks {
+		w.flush() // WebhookSubscriber.close posts what is queued
+	}
 	c.deleted = true
 	// The real EventService closes its PubSub: open sockets stay connected
 	// but receive nothing more, and their inbound messages fail.

@@ -84,8 +84,10 @@ func (s *Server) CreateConversation(opts ConversationOptions) (*Conversation, er
 		c.title = opts.Title
 	}
 	c.parentID = opts.Parent
+	c.webhooks = s.newWebhookSubscribers(c)
 	s.nextCreated++
 	s.conversations[id] = c
+	s.postInfoLocked(c, "")
 	return &Conversation{s: s, c: c}, nil
 }
 
@@ -249,11 +251,15 @@ func (c *Conversation) Status() string {
 	return c.c.status()
 }
 
-// SetTitle sets the title REST reports (no event, like the stored metadata).
+// SetTitle sets the title REST reports (no event, like the stored
+// metadata) and, like the server's update, moves updated_at and posts the
+// ConversationInfo to the webhooks: the one channel a rename shows on.
 func (c *Conversation) SetTitle(title string) {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
 	c.c.title = title
+	c.c.updatedAt = c.s.cfg.Clock()
+	c.s.postInfoLocked(c.c, "")
 }
 
 // Events returns the persisted log in order (index = seq).

@@ -59,6 +59,10 @@ type Config struct {
 	OnRun func(ctx context.Context, c *Conversation)
 	// Version is reported by /server_info (default "1.43.1").
 	Version string
+	// Webhooks are the server's webhooks (config webhooks): every
+	// conversation's events, and its ConversationInfo on start, pause,
+	// interrupt, delete and title change, are POSTed to each.
+	Webhooks []WebhookSpec
 }
 
 func (c Config) withDefaults() Config {
@@ -148,6 +152,7 @@ type Server struct {
 	eventFault    SearchFault
 	onEventSearch func(conversationID string)
 	writeFault    WriteFault
+	hooks         *webhooks
 	requests      []Request
 	frames        []InboundFrame
 	recordingGen  int
@@ -163,6 +168,7 @@ func NewServer(cfg Config) (*Server, error) {
 		conversations: make(map[string]*conversation),
 		conns:         make(map[*socketConn]struct{}),
 		subsChanged:   make(chan struct{}),
+		hooks:         newWebhooks(),
 	}
 	s.started = s.cfg.Clock()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -261,6 +267,7 @@ func (s *Server) Close() {
 	s.closed = true
 	s.mu.Unlock()
 	s.stop(false)
+	s.hooks.close()
 }
 
 // Restart stops the server and starts it again on the same address, like a

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/config/configopaque"
+	"go.opentelemetry.io/collector/config/configoptional"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
@@ -50,6 +51,23 @@ type Config struct {
 	// Control names the openhandscontrol extension this receiver registers
 	// its conversations with; without it no command can reach them.
 	Control *component.ID `mapstructure:"control"`
+	// Webhook is the sink the servers' webhooks POST to (their config's
+	// webhooks[].base_url names it); absent, no listener is opened.
+	Webhook configoptional.Optional[WebhookConfig] `mapstructure:"webhook"`
+
+	_ struct{}
+}
+
+// WebhookConfig is the webhook sink: the listener (endpoint, TLS, limits
+// such as max_request_body_size) for the event batches and
+// ConversationInfo snapshots the agent servers push. A POST is taken from
+// the server whose session_api_key it carries.
+type WebhookConfig struct {
+	confighttp.ServerConfig `mapstructure:",squash"`
+	// Only observes through the webhook alone: no conversation sockets.
+	// Events come from the pushes, and what the server dropped from them
+	// (it drops the oldest under pressure) is read from events/search.
+	Only bool `mapstructure:"only"`
 
 	_ struct{}
 }
@@ -131,7 +149,42 @@ func (cfg *Config) Validate() error {
 	if err := cfg.Shard.validate(); err != nil {
 		errs = append(errs, fmt.Errorf("shard.%w", err))
 	}
+	errs = append(errs, cfg.validateWebhook()...)
 	return errors.Join(errs...)
+}
+
+// validateWebhook checks the sink: a push is told from a forgery, and its
+// server from the others, only by the session key it carries, so every
+// server needs one of its own.
+func (cfg *Config) validateWebhook() []error {
+	if !cfg.Webhook.HasValue() {
+		return nil
+	}
+	hook := cfg.Webhook.Get()
+	var errs []error
+	if hook.NetAddr.Endpoint == "" {
+		errs = append(errs, errors.New("webhook.endpoint: must not be empty"))
+	}
+	if hook.MaxRequestBodySize < 0 {
+		errs = append(errs, errors.New("webhook.max_request_body_size: must not be negative (0 is the default, 20 MiB)"))
+	}
+	errs = append(errs, configcheck.Check(
+		configcheck.Duration{Key: "webhook.read_timeout", Value: hook.ReadTimeout},
+		configcheck.Duration{Key: "webhook.read_header_timeout", Value: hook.ReadHeaderTimeout},
+		configcheck.Duration{Key: "webhook.write_timeout", Value: hook.WriteTimeout})...)
+	first := make(map[configopaque.String]int, len(cfg.Servers))
+	for i, s := range cfg.Servers {
+		if s.SessionAPIKey == "" {
+			errs = append(errs, fmt.Errorf("servers[%d].session_api_key: required with webhook: a push is accepted only with a configured server's key", i))
+			continue
+		}
+		if j, dup := first[s.SessionAPIKey]; dup {
+			errs = append(errs, fmt.Errorf("servers[%d].session_api_key: the same key as servers[%d]; with webhook each server's key must tell its pushes apart", i, j))
+			continue
+		}
+		first[s.SessionAPIKey] = i
+	}
+	return errs
 }
 
 // validateEndpoints checks each server's endpoint and refuses two that

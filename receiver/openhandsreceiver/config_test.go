@@ -2,6 +2,7 @@ package openhandsreceiver
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/provider/envprovider"
 	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
@@ -223,3 +226,55 @@ func validConfig() *Config {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestLoadWebhookConfig(t *testing.T) {
+	assert.False(t, loadConfig(t, "").Webhook.HasValue(), "off unless configured")
+	cfg := loadConfig(t, "webhook")
+	require.NoError(t, confmap.Validate(cfg))
+	require.True(t, cfg.Webhook.HasValue())
+	hook := cfg.Webhook.Get()
+	assert.Equal(t, "0.0.0.0:8398", hook.NetAddr.Endpoint)
+	assert.Equal(t, int64(8<<20), hook.MaxRequestBodySize)
+	assert.True(t, hook.Only)
+	assert.Equal(t, confighttp.NewDefaultServerConfig().ReadHeaderTimeout, hook.ReadHeaderTimeout, "the collector's server defaults")
+}
+
+func TestValidateWebhook(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		keys []string
+		edit func(*WebhookConfig)
+		want string
+	}{
+		{"a key per server", []string{"k-a", "k-b"}, nil, ""},
+		{"a server without a key", []string{"k-a", ""}, nil,
+			"servers[1].session_api_key: required with webhook: a push is accepted only with a configured server's key"},
+		{"two servers with one key", []string{"k-a", "k-a"}, nil,
+			"servers[1].session_api_key: the same key as servers[0]; with webhook each server's key must tell its pushes apart"},
+		{"no endpoint", []string{"k-a"}, func(w *WebhookConfig) { w.NetAddr.Endpoint = "" }, "webhook.endpoint: must not be empty"},
+		{"a negative body limit", []string{"k-a"}, func(w *WebhookConfig) { w.MaxRequestBodySize = -1 },
+			"webhook.max_request_body_size: must not be negative (0 is the default, 20 MiB)"},
+		{"a negative timeout", []string{"k-a"}, func(w *WebhookConfig) { w.ReadTimeout = -time.Second },
+			"webhook.read_timeout: must not be negative, got -1s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := validConfig()
+			cfg.Servers = make([]ServerConfig, len(tc.keys))
+			for i, k := range tc.keys {
+				cfg.Servers[i].Endpoint = fmt.Sprintf("http://127.0.0.1:%d", 8000+i)
+				cfg.Servers[i].SessionAPIKey = configopaque.String(k)
+			}
+			hook := cfg.Webhook.GetOrInsertDefault()
+			if tc.edit != nil {
+				tc.edit(hook)
+			}
+			err := cfg.Validate()
+			if tc.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.EqualError(t, err, tc.want)
+			assert.NotContains(t, err.Error(), "k-a", "keys stay out of errors")
+		})
+	}
+}

@@ -77,6 +77,9 @@ type conversation struct {
 	decorator  *mapping.Decorator
 	emitter    *sessionEmitter
 	overlap    *overlapIDs  // the ids a resume or an attach's buffer can repeat
+	vendorIDs  *vendorIDs   // the last stored events processed: lineage, and the webhook's dedupe
+	metadata   metaShown    // title, tags as the webhook last showed them
+	only       onlyState    // webhook.only: backfills and pushed batches in order
 	resumeTS   string       // newest vendor timestamp of a persisted event seen
 	durableSeq int64        // last /sockets/session seq processed; -1 before any
 	durableID  string       // its vendor event id, the REST anchor of the next one
@@ -773,6 +776,7 @@ const (
 	transientFrame                 // session socket, not (yet) stored
 	legacyHistory                  // legacy attach, REST history page
 	legacyLive                     // legacy socket frame
+	webhookPush                    // an event batch the server POSTed (webhook.go)
 )
 
 // isRepeatLocked reports whether ev was already processed. Only a stored
@@ -783,6 +787,8 @@ func (c *conversation) isRepeatLocked(ev mapping.Event, how delivery) bool {
 	switch {
 	case how == durableFrame:
 		return c.overlap.retire(ev.ID())
+	case how == webhookPush:
+		return false // checked against either channel by pushedBeforeLocked
 	case ev.Transient():
 		return false // snapshots, deltas, socket errors: never stored, never repeated
 	default:
@@ -815,13 +821,15 @@ func (c *conversation) processLocked(ctx context.Context, ev mapping.Event, how 
 	if c.mapper.Ended() {
 		return
 	}
-	if c.isRepeatLocked(ev, how) {
+	if c.isRepeatLocked(ev, how) || c.pushedBeforeLocked(ev, how) {
 		w.tel.duplicates.Add(ctx, 1)
 		return
 	}
 	now := time.Now()
 	c.lastSeen = now
-	if how == durableFrame || how == legacyHistory || !ev.Transient() {
+	// A pushed event is not the socket's progress, nor its resume point,
+	// unless there is no socket (webhook.only).
+	if (how != webhookPush || w.pushOnly) && (how == durableFrame || how == legacyHistory || !ev.Transient()) {
 		c.noteStoredLocked(ev.Timestamp())
 	}
 	prev := c.mapper.Status()
@@ -834,11 +842,13 @@ func (c *conversation) processLocked(ctx context.Context, ev mapping.Event, how 
 	} else {
 		out = c.mapper.Map(ev, now)
 	}
+	mapped := out
 	out = c.notes.Decorate(prev, out, now)
 	if text, ok := userText(ev); ok && c.notes != nil {
 		out = c.notes.Said(text, out, now)
 	}
 	out = c.decorator.Decorate(ev, out)
+	c.linkLocked(ev, mapped)
 	w.tel.mapped(ctx, time.Since(now))
 	c.mapped = append(c.mapped, out...)
 	if len(c.mapped) >= maxBatchEvents {

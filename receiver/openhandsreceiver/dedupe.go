@@ -165,40 +165,54 @@ func parseVendorTime(ts string) (time.Time, bool) {
 	return t, err == nil
 }
 
-// recentIDs remembers the last capacity ids: the conversations a server
-// watch has ended, so that one seen again is not given a second session.
-type recentIDs struct {
-	set      map[string]struct{}
+// recent remembers the last capacity keys, each with a value: past
+// capacity the oldest goes.
+type recent[V any] struct {
+	values   map[string]V
 	ring     []string // oldest at next once full
 	next     int
 	capacity int
+}
+
+func newRecent[V any](capacity int) recent[V] {
+	return recent[V]{values: make(map[string]V), capacity: capacity}
+}
+
+// put records key with v and reports whether key was new; a known key
+// keeps its value.
+func (r *recent[V]) put(key string, v V) bool {
+	if _, ok := r.values[key]; ok {
+		return false
+	}
+	if len(r.ring) < r.capacity {
+		r.ring = append(r.ring, key)
+	} else {
+		delete(r.values, r.ring[r.next])
+		r.ring[r.next] = key
+		r.next = (r.next + 1) % r.capacity
+	}
+	r.values[key] = v
+	return true
+}
+
+// has reports whether key is in the window.
+func (r *recent[V]) has(key string) bool {
+	_, ok := r.values[key]
+	return ok
+}
+
+// recentIDs remembers the last capacity ids: the conversations a server
+// watch has ended, so that one seen again is not given a second session.
+type recentIDs struct {
+	recent[struct{}]
 }
 
 // endedWindow bounds the ended conversations remembered per server.
 const endedWindow = 8192
 
 func newRecentIDs(capacity int) *recentIDs {
-	return &recentIDs{set: make(map[string]struct{}), capacity: capacity}
+	return &recentIDs{newRecent[struct{}](capacity)}
 }
 
 // add records id and reports whether it was new.
-func (r *recentIDs) add(id string) bool {
-	if _, ok := r.set[id]; ok {
-		return false
-	}
-	if len(r.ring) < r.capacity {
-		r.ring = append(r.ring, id)
-	} else {
-		delete(r.set, r.ring[r.next])
-		r.ring[r.next] = id
-		r.next = (r.next + 1) % r.capacity
-	}
-	r.set[id] = struct{}{}
-	return true
-}
-
-// has reports whether id is in the window.
-func (r *recentIDs) has(id string) bool {
-	_, ok := r.set[id]
-	return ok
-}
+func (r *recentIDs) add(id string) bool { return r.put(id, struct{}{}) }

@@ -16,7 +16,7 @@ func TestRecentIDsWindow(t *testing.T) {
 		assert.True(t, r.add(fmt.Sprint(i)))
 	}
 	assert.True(t, r.add("a"), "a fell out of the window")
-	assert.Len(t, r.set, 3)
+	assert.Len(t, r.values, 3)
 	// Wrapped around the ring: the window is the last three ids, oldest out first.
 	for _, id := range []string{"b", "c", "d", "e"} {
 		assert.True(t, r.add(id))
@@ -25,7 +25,7 @@ func TestRecentIDsWindow(t *testing.T) {
 	for _, id := range []string{"c", "d", "e"} {
 		assert.True(t, r.has(id), id)
 	}
-	assert.Len(t, r.set, 3)
+	assert.Len(t, r.values, 3)
 }
 
 // stamp is the vendor timestamp d after historyStart.

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
 
@@ -37,7 +39,17 @@ func createDefaultConfig() component.Config {
 		Reconnect:     backoff.Default(),
 		MaxFrameBytes: defaultMaxFrameBytes,
 		Shard:         ShardConfig{Count: 1},
+		Webhook:       configoptional.Default(defaultWebhookConfig()),
 	}
+}
+
+// defaultWebhookEndpoint is where the sink listens once configured.
+const defaultWebhookEndpoint = "localhost:8398"
+
+func defaultWebhookConfig() WebhookConfig {
+	server := confighttp.NewDefaultServerConfig()
+	server.NetAddr.Endpoint = defaultWebhookEndpoint
+	return WebhookConfig{ServerConfig: server}
 }
 
 func createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {

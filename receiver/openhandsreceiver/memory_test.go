@@ -18,7 +18,12 @@ import (
 // server: events are fed to it directly, as its sockets would.
 func offlineConversation(tb testing.TB, id string) *conversation {
 	tb.Helper()
-	cfg := createDefaultConfig().(*Config)
+	return offlineConversationWith(tb, id, createDefaultConfig().(*Config))
+}
+
+// offlineConversationWith is offlineConversation under cfg.
+func offlineConversationWith(tb testing.TB, id string, cfg *Config) *conversation {
+	tb.Helper()
 	r, err := newReceiver(cfg, receivertest.NewNopSettings(componentType), consumertest.NewNop())
 	require.NoError(tb, err)
 	base, err := url.Parse("http://127.0.0.1:8000")

@@ -45,6 +45,7 @@ type openhandsReceiver struct {
 	storage  storage.Client // nil without storage
 	cancel   context.CancelFunc
 	watchers sync.WaitGroup
+	webhook  *webhookSink // nil without a webhook section
 
 	// sessions is what the control extension finds conversations in.
 	sessions *sessionIndex
@@ -116,6 +117,14 @@ func (r *openhandsReceiver) Start(ctx context.Context, host component.Host) erro
 		watches = append(watches, w)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
+	if r.cfg.Webhook.HasValue() {
+		sink, err := r.startWebhook(ctx, host, watches, runCtx.Done())
+		if err != nil {
+			cancel()
+			return errors.Join(err, r.closeStorage(ctx))
+		}
+		r.webhook = sink
+	}
 	r.cancel = cancel
 	for _, w := range watches {
 		r.watchers.Go(func() { w.run(runCtx) })
@@ -145,6 +154,11 @@ func (r *openhandsReceiver) Shutdown(ctx context.Context) error {
 	if r.cancel == nil {
 		return r.closeStorage(ctx)
 	}
+	var hookErr error
+	if r.webhook != nil {
+		// The watches take pushes until the listener has stopped.
+		hookErr = r.webhook.shutdown(ctx)
+	}
 	r.cancel()
 	done := make(chan struct{})
 	go func() {
@@ -153,7 +167,7 @@ func (r *openhandsReceiver) Shutdown(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
-		return r.closeStorage(ctx)
+		return errors.Join(hookErr, r.closeStorage(ctx))
 	case <-ctx.Done():
 		return fmt.Errorf("openhands receiver shutdown: %w", ctx.Err())
 	}
@@ -259,6 +273,11 @@ func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serve
 	if r.storage != nil {
 		j = newJournal(r.storage, api.hostPort)
 	}
+	var pushes chan push
+	window := lineageWindow
+	if r.cfg.Webhook.HasValue() {
+		pushes, window = make(chan push), webhookWindow
+	}
 
 	return &serverWatch{
 		api:          api,
@@ -277,6 +296,9 @@ func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serve
 		seenIn:  make(map[string]uint64),
 		index:   r.sessions,
 		ended:   newRecentIDs(endedWindow),
+		pushes:  pushes,
+		// webhook.only: the pushes and events/search, no socket.
+		pushOnly: r.cfg.Webhook.HasValue() && r.cfg.Webhook.Get().Only,
 		// newSession starts a conversation in this process's generation,
 		// or resumes the one restored from storage.
 		newSession: func(info conversationInfo, restored *durableState, w *serverWatch) (*conversation, error) {
@@ -307,6 +329,7 @@ func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serve
 					retry: r.cfg.Reconnect, tel: r.tel, logger: logger,
 				},
 				overlap:    newOverlapIDs(),
+				vendorIDs:  newVendorIDs(window),
 				durableSeq: -1,
 			}
 			if restored != nil {

@@ -32,6 +32,7 @@ type telemetry struct {
 	numbersAsText   metric.Int64Counter
 	stalls          metric.Int64Counter
 	skippedItems    metric.Int64Counter
+	webhookRequests metric.Int64Counter
 	// frameBytesInFlight is what the frame budget has lent out.
 	frameBytesInFlight atomic.Int64
 }
@@ -94,7 +95,7 @@ func (c *eventCounts) observe(_ context.Context, o metric.Int64Observer) error {
 func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	m := set.MeterProvider.Meter(scopeName)
 	t := telemetry{vendorEvents: eventCounts{key: "kind"}, aepEvents: eventCounts{key: "type"}}
-	var errs [17]error
+	var errs [18]error
 	t.attached, errs[0] = m.Int64UpDownCounter("otelcol_openhands_conversations_attached",
 		metric.WithDescription("Conversations with an attached WebSocket."), metric.WithUnit("{conversation}"))
 	_, errs[1] = m.Int64ObservableCounter("otelcol_openhands_vendor_events",
@@ -143,7 +144,14 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	t.skippedItems, errs[16] = m.Int64Counter("otelcol_openhands_search_items_skipped",
 		metric.WithDescription("Conversation search items skipped, by server and reason: malformed (not a ConversationInfo) or id (not a conversation id of the server's form)."),
 		metric.WithUnit("{item}"))
+	t.webhookRequests, errs[17] = m.Int64Counter("otelcol_openhands_webhook_requests",
+		metric.WithDescription("POSTs to the webhook sink, by server (\"\" when no server's key matched) and outcome: accepted, unauthorized, malformed, too_large, not_found."),
+		metric.WithUnit("{request}"))
 	return &t, errors.Join(errs[:]...)
+}
+
+func (t *telemetry) webhookRequest(ctx context.Context, server, outcome string) {
+	t.webhookRequests.Add(ctx, 1, metric.WithAttributes(attribute.String("server", server), attribute.String("outcome", outcome)))
 }
 
 func (t *telemetry) stall(ctx context.Context, cause string) {

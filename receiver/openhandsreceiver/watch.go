@@ -43,6 +43,10 @@ type serverWatch struct {
 	// server showed each known conversation (listed, or answered by id).
 	round  uint64
 	seenIn map[string]uint64
+	// pushes are the webhook's POSTs for this server (webhook.go); nil
+	// without a webhook. pushOnly: webhook.only, no sockets.
+	pushes   chan push
+	pushOnly bool
 }
 
 func (w *serverWatch) run(ctx context.Context) {
@@ -52,10 +56,23 @@ func (w *serverWatch) run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		w.poll(ctx)
+		if !w.awaitPoll(ctx, t.C) {
+			return
+		}
+	}
+}
+
+// awaitPoll takes the webhook's pushes until the next poll is due; false
+// once ctx ends.
+func (w *serverWatch) awaitPoll(ctx context.Context, tick <-chan time.Time) bool {
+	for {
 		select {
 		case <-ctx.Done():
-			return
-		case <-t.C:
+			return false
+		case p := <-w.pushes:
+			w.takePush(ctx, p)
+		case <-tick:
+			return true
 		}
 	}
 }
@@ -191,12 +208,7 @@ func (w *serverWatch) observe(ctx context.Context, info conversationInfo) (wants
 // first seen starts its session only when it gets a slot. The rest wait
 // for the next round, reported as overflow.
 func (w *serverWatch) attachWaiting(ctx context.Context, waiting []conversationInfo) {
-	free := w.maxConversations
-	for _, c := range w.convs {
-		if c.attached() {
-			free--
-		}
-	}
+	free := w.freeSlots()
 	slices.SortStableFunc(waiting, func(a, b conversationInfo) int {
 		return cmp.Compare(updatedAt(b), updatedAt(a))
 	})
@@ -206,21 +218,44 @@ func (w *serverWatch) attachWaiting(ctx context.Context, waiting []conversationI
 			overflow++
 			continue
 		}
-		c, known := w.convs[info.ID]
-		if !known {
-			var err error
-			if c, err = w.newSession(info, nil, w); err != nil {
-				w.rl.Error("session", "cannot observe conversation", zap.String("conversation", info.ID), zap.Error(err))
-				continue
-			}
-			w.convs[info.ID] = c
-			w.index.add(c)
-			c.begin(ctx)
+		if w.attachOne(ctx, info) {
+			free--
 		}
-		c.attach(ctx)
-		free--
 	}
 	w.reportOverflow(ctx, overflow)
+}
+
+// freeSlots is how many more conversations may attach.
+func (w *serverWatch) freeSlots() int {
+	free := w.maxConversations
+	for _, c := range w.convs {
+		if c.attached() {
+			free--
+		}
+	}
+	return free
+}
+
+// attachOne attaches a conversation, starting its session on first sight,
+// and reports whether it did.
+func (w *serverWatch) attachOne(ctx context.Context, info conversationInfo) bool {
+	c, known := w.convs[info.ID]
+	if !known {
+		var err error
+		if c, err = w.newSession(info, nil, w); err != nil {
+			w.rl.Error("session", "cannot observe conversation", zap.String("conversation", info.ID), zap.Error(err))
+			return false
+		}
+		w.convs[info.ID] = c
+		w.index.add(c)
+		c.begin(ctx)
+	}
+	if w.pushOnly {
+		c.backfill(ctx, info)
+		return true
+	}
+	c.attach(ctx)
+	return true
 }
 
 // reportOverflow publishes the conversations waiting for a slot: as a

@@ -209,17 +209,7 @@ func (c *Conversation) mapStateUpdate(e *emission, f map[string]any, o origin) b
 			}
 			return
 		}
-		out := e.emit("state.delta", o)
-		set(out, "key", key)
-		// Redacting {key: value} rather than value lets a redactor that
-		// judges by key name (credential-named keys) see the name.
-		if r, ok := c.value(out, map[string]any{key: value}); ok {
-			if obj, ok := r.(map[string]any); ok {
-				set(out, "delta", []any{map[string]any{
-					"op": "replace", "path": "/" + pointerToken(key), "value": obj[key],
-				}})
-			}
-		}
+		c.emitDelta(e, o, key, value)
 	}
 	if next, ok := executionStatus(key, value); ok && !(key == "full_state" && c.staleSnapshot) {
 		c.applyStatus(e, o, next, emitState)
@@ -227,6 +217,22 @@ func (c *Conversation) mapStateUpdate(e *emission, f map[string]any, o origin) b
 		emitState()
 	}
 	return true
+}
+
+// emitDelta emits state.delta: data.key, and the new value as the one-op
+// JSON Patch [{op: replace, path: /<key>, value}] at data.delta.
+func (c *Conversation) emitDelta(e *emission, o origin, key string, value any) {
+	out := e.emit("state.delta", o)
+	set(out, "key", key)
+	// Redacting {key: value} rather than value lets a redactor that
+	// judges by key name (credential-named keys) see the name.
+	if r, ok := c.value(out, map[string]any{key: value}); ok {
+		if obj, ok := r.(map[string]any); ok {
+			set(out, "delta", []any{map[string]any{
+				"op": "replace", "path": "/" + pointerToken(key), "value": obj[key],
+			}})
+		}
+	}
 }
 
 // executionStatus reads the status a state update reports, from either
