@@ -277,3 +277,28 @@ func TestSocketCopyOfAPushedEventIsProgress(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ev.Timestamp(), c.resumeTS)
 }
+
+// A child's deletion pushed by the webhook stops it in its parent's
+// session at once, without waiting for a poll.
+func TestWebhookPushedChildDeletionStopsItInItsParent(t *testing.T) {
+	front := startHookFront(t)
+	stub := hookStub(t, testKey, front)
+	cfg := webhookConfig(socketSession, []string{testKey}, stub)
+	cfg.PollInterval = time.Hour // only the first poll, at start, which finds nothing
+	h := startWebhookHarness(t, cfg, front)
+	require.Eventually(t, func() bool { return h.host.last() == componentstatus.StatusOK }, waitFor, tick, "the first poll is done")
+
+	parent := newConversation(t, stub)
+	action := mustAppend(t, parent, oh.StartChildAction("write the tests", "tests"))
+	launch, err := parent.StartChild("write the tests", "tests")
+	require.NoError(t, err)
+	mustAppend(t, parent, oh.StartChildObservation(action, launch))
+	started := h.waitFirst(parent.ID(), "delegation.subagent.started")
+
+	child, ok := stub.Conversation(launch.ConversationID)
+	require.True(t, ok)
+	require.NoError(t, child.Delete())
+	stopped := h.waitFirst(parent.ID(), "delegation.subagent.stopped")
+	assert.Equal(t, started.ID, stopped.Cause)
+	assert.Equal(t, "deleting", stopped.Data["status"])
+}
