@@ -1,6 +1,7 @@
 package openhandstest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -34,7 +35,10 @@ type ChildLaunch struct {
 // StartChild launches a child conversation of c as the server does: it
 // inherits c's agent and workspace (the stub's workspaces are no git
 // repositories, so the child shares c's directory: isolation "shared"),
-// gets task as its first user message and starts running.
+// gets task as its first user message and starts running. The launch
+// reports the status the server reads right after scheduling the run,
+// before its loop starts (conversation_service.py
+// _launch_prepared_conversation; EventService.run returns at once): idle.
 func (c *Conversation) StartChild(task, title string) (ChildLaunch, error) {
 	s := c.s
 	s.mu.Lock()
@@ -53,11 +57,12 @@ func (c *Conversation) StartChild(task, title string) (ChildLaunch, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	child.c.parentID = c.c.id
+	status := child.c.status()
 	if _, err := s.sendMessageLocked(child.c, map[string]any{"role": "user", "content": []any{textContent(task)}}, true); err != nil {
 		return ChildLaunch{}, fmt.Errorf("start child conversation: %w", err)
 	}
 	return ChildLaunch{
-		ConversationID: child.c.id, ParentConversationID: c.c.id, Status: child.c.status(),
+		ConversationID: child.c.id, ParentConversationID: c.c.id, Status: status,
 		Title: child.c.title, Workspace: workingDir, Isolation: "shared",
 	}, nil
 }
@@ -193,10 +198,17 @@ func StartChildAction(task, title string) Event {
 }
 
 // StartChildObservation builds the tool's ObservationEvent reporting
-// launch (tools/child_conversation/impl.py: the summary text plus the
-// response's fields on the observation).
+// launch (tools/child_conversation/impl.py: a summary line and the
+// response as indented JSON for text, plus the response's fields on the
+// observation, a null one left off).
 func StartChildObservation(action Event, launch ChildLaunch) Event {
-	ev := ObservationEvent(action, fmt.Sprintf("Started child conversation %s (status: %s).", launch.ConversationID, launch.Status), false)
+	var dump bytes.Buffer
+	enc := json.NewEncoder(&dump)
+	enc.SetEscapeHTML(false) // json.dumps escapes no HTML
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(launch) // strings and nulls: cannot fail
+	text := fmt.Sprintf("Started child conversation %s (status: %s).\n%s", launch.ConversationID, launch.Status, bytes.TrimSuffix(dump.Bytes(), []byte("\n")))
+	ev := ObservationEvent(action, text, false)
 	obs := ev["observation"].(map[string]any)
 	obs["kind"] = "StartChildConversationObservation"
 	obs["conversation_id"] = launch.ConversationID
