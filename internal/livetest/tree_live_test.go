@@ -89,7 +89,17 @@ func TestLiveTree(t *testing.T) {
 	forkEvents, err := l.server.events(ctx, fork.ID)
 	require.NoError(t, err)
 	require.NotEmpty(t, forkEvents)
-	assert.Equal(t, launch.ID, lastNonState(forkEvents), "the fork's history ends at from_event_id (inclusive)")
+	parentEvents, err := l.server.events(ctx, parent)
+	require.NoError(t, err)
+	upTo := slices.IndexFunc(parentEvents, func(ev map[string]any) bool { return ev["id"] == launch.ID })
+	require.GreaterOrEqual(t, upTo, 0)
+	// The branch (path_to_root), which in a conversation without branches
+	// is its events up to there but the state updates.
+	branch := slices.DeleteFunc(parentEvents[:upTo+1], func(ev map[string]any) bool { return ev["kind"] == "ConversationStateUpdateEvent" })
+	assert.Equal(t, eventIDs(branch), eventIDs(forkEvents),
+		"the fork's history is the parent's branch up to and including from_event_id, with the same ids")
+	raw, _ := json.Marshal(fork)
+	t.Logf("the fork: %s; its events: %v", raw, eventKinds(forkEvents))
 	l.names[fork.ID] = "tree_fork"
 	t.Logf("the tree (parent, child, fork) took %s on the server", time.Since(started).Round(time.Second))
 
@@ -191,15 +201,20 @@ func childLaunch(ctx context.Context, t *testing.T, l *live, parent string) laun
 	return o
 }
 
-// lastNonState is the id of the last event of a log that is not a state
-// update (the fork's own status updates come after its copied history).
-func lastNonState(evs []map[string]any) string {
-	for i := len(evs) - 1; i >= 0; i-- {
-		if evs[i]["kind"] != "ConversationStateUpdateEvent" {
-			return fmt.Sprint(evs[i]["id"])
-		}
+func eventIDs(evs []map[string]any) []string {
+	out := make([]string, 0, len(evs))
+	for _, ev := range evs {
+		out = append(out, fmt.Sprint(ev["id"]))
 	}
-	return ""
+	return out
+}
+
+func eventKinds(evs []map[string]any) []string {
+	out := make([]string, 0, len(evs))
+	for _, ev := range evs {
+		out = append(out, fmt.Sprint(ev["kind"]))
+	}
+	return out
 }
 
 // treeProblems is what one receiver's stream lacks of the tree.

@@ -43,17 +43,19 @@ func TestStartChildConversation(t *testing.T) {
 func TestForkConversation(t *testing.T) {
 	s := Start(t, Config{})
 	source := newConversation(t, s, ConversationOptions{Status: StatusFinished})
-	events := appendAll(t, source, MessageEvent("user", "one"), MessageEvent("user", "two"))
+	// A state update carries parent_id but is no event of the branch.
+	events := appendAll(t, source, MessageEvent("user", "one"), StateUpdateEvent("execution_status", StatusFinished), MessageEvent("user", "two"))
 	api := newAPIClient(t, s, "")
 
 	for _, tc := range []struct {
 		name string
 		req  map[string]any
 		at   any
-		n    int
+		want []Event
 	}{
-		{"the whole conversation", map[string]any{}, nil, 2},
-		{"up to and including an event", map[string]any{"from_event_id": events[0].ID()}, events[0].ID(), 1},
+		{"the whole conversation", map[string]any{}, nil, events},
+		{"up to and including an event", map[string]any{"from_event_id": events[0].ID()}, events[0].ID(), events[:1]},
+		{"the branch to an event, without state updates", map[string]any{"from_event_id": events[2].ID()}, events[2].ID(), []Event{events[0], events[2]}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, body := api.do(http.MethodPost, "/api/conversations/"+source.ID()+"/fork", tc.req)
@@ -66,7 +68,7 @@ func TestForkConversation(t *testing.T) {
 			assert.Equal(t, StatusIdle, info["execution_status"])
 			fork, ok := s.Conversation(info["id"].(string))
 			require.True(t, ok)
-			assert.Equal(t, eventIDs(events[:tc.n]), eventIDs(fork.Events()), "the same event ids")
+			assert.Equal(t, eventIDs(tc.want), eventIDs(fork.Events()), "the same event ids")
 		})
 	}
 	t.Run("unknown event", func(t *testing.T) {
