@@ -187,6 +187,7 @@ type conversationSpec struct {
 	script  string
 	confirm bool // AlwaysConfirm
 	stream  bool
+	tools   []string // more tools by name, besides the terminal
 }
 
 func (s *agentServer) createConversation(ctx context.Context, llmURL string, spec conversationSpec) (string, error) {
@@ -198,6 +199,10 @@ func (s *agentServer) createConversation(ctx context.Context, llmURL string, spe
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return "", err
 	}
+	tools := []any{map[string]any{"name": "terminal", "params": map[string]any{"terminal_type": "subprocess"}}}
+	for _, name := range spec.tools {
+		tools = append(tools, map[string]any{"name": name})
+	}
 	body := map[string]any{
 		"agent": map[string]any{
 			"kind": "Agent",
@@ -205,7 +210,7 @@ func (s *agentServer) createConversation(ctx context.Context, llmURL string, spe
 				"model": "openai/fake-model", "base_url": llmURL, "api_key": "x", "api_mode": "chat",
 				"stream": spec.stream, "num_retries": 0, "usage_id": "agent",
 			},
-			"tools": []any{map[string]any{"name": "terminal", "params": map[string]any{"terminal_type": "subprocess"}}},
+			"tools": tools,
 		},
 		"workspace":           map[string]any{"working_dir": work},
 		"confirmation_policy": map[string]any{"kind": policy},

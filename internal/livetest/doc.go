@@ -20,6 +20,15 @@
 // guard refuse without a write, and the Front must see no write but the
 // five and no socket frame but the auth frame.
 //
+// The tree test (tree_live_test.go, build tag `live`, also run by `make
+// live-test`) runs a collector per socket mode on a conversation whose
+// agent starts a child conversation (the fake LLM scripts the
+// start_child_conversation call) and on a fork of it the test makes, and
+// requires the tree in every receiver's stream: the child's parent, the
+// parent's delegation events cause-linked to the launching call, the
+// fork's source, and the child's runs under the delegating call's span
+// when the stream goes through the aep connector.
+//
 // The replay test (replay_test.go, part of `make test`, no Python) serves
 // each recording through a Front again, verbatim, to the receiver at the
 // same socket mode and capture level, and requires the AEP stream it

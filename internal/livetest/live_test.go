@@ -68,50 +68,10 @@ type live struct {
 }
 
 func TestLive(t *testing.T) {
-	python, bin := os.Getenv("OH_PYTHON"), os.Getenv("OTELCOL_BIN")
-	if python == "" || bin == "" {
-		t.Fatal("OH_PYTHON and OTELCOL_BIN must name the virtualenv's python and the built collector (make live-test sets both)")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("collector binary: %v (run make build)", err)
-	}
+	l := startLive(t, Modes)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-
-	scripts, err := fakellm.LoadScripts("testdata/scripts")
-	require.NoError(t, err)
-	llm, err := fakellm.Start(scripts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = llm.Close() })
-
-	l := &live{t: t, llm: llm, server: startAgentServer(t, python), sinks: map[string]*otlpSink{},
-		names: map[string]string{}, deleted: map[string][]map[string]any{}}
 	started := time.Now()
-	for _, mode := range Modes {
-		fronts, relays := map[aep.Capture]string{}, map[aep.Capture]string{}
-		for _, level := range Levels {
-			rec, err := NewRecorder(l.server.url)
-			require.NoError(t, err)
-			front, err := StartFront(rec)
-			require.NoError(t, err)
-			t.Cleanup(front.Close)
-			t.Cleanup(rec.Close)
-			relay := aeprelaytest.Start(t, aeprelaytest.Config{Token: relayToken})
-			l.receivers = append(l.receivers, &receiverUnderTest{mode: mode, level: level, rec: rec, front: front, relay: relay})
-			fronts[level], relays[level] = front.ProxyURL(), relay.URL()
-		}
-		sink := startOTLPSink(t)
-		l.sinks[mode] = sink
-		l.cols = append(l.cols, startCollectorProcess(t, bin, collectorConfig(mode, fronts, relays, sink.srv.URL)))
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, c := range l.cols {
-				t.Logf("collector log:\n%s", tail(c.logText(), 6000))
-			}
-			t.Logf("agent server log:\n%s", l.server.logTail())
-		}
-	})
 
 	// Phase 1: every scripted conversation at once.
 	l.parallel(ctx, []scenario{
@@ -154,6 +114,53 @@ func TestLive(t *testing.T) {
 	if dir := os.Getenv("LIVE_RECORD"); dir != "" && !t.Failed() {
 		l.record(dir)
 	}
+}
+
+// startLive starts the rig: the fake LLM, the agent server, and per socket
+// mode a collector whose receivers (one per capture level) each reach the
+// server through their own Front and push to their own relay.
+func startLive(t *testing.T, modes []string) *live {
+	python, bin := os.Getenv("OH_PYTHON"), os.Getenv("OTELCOL_BIN")
+	if python == "" || bin == "" {
+		t.Fatal("OH_PYTHON and OTELCOL_BIN must name the virtualenv's python and the built collector (make live-test sets both)")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("collector binary: %v (run make build)", err)
+	}
+	scripts, err := fakellm.LoadScripts("testdata/scripts")
+	require.NoError(t, err)
+	llm, err := fakellm.Start(scripts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = llm.Close() })
+
+	l := &live{t: t, llm: llm, server: startAgentServer(t, python), sinks: map[string]*otlpSink{},
+		names: map[string]string{}, deleted: map[string][]map[string]any{}}
+	for _, mode := range modes {
+		fronts, relays := map[aep.Capture]string{}, map[aep.Capture]string{}
+		for _, level := range Levels {
+			rec, err := NewRecorder(l.server.url)
+			require.NoError(t, err)
+			front, err := StartFront(rec)
+			require.NoError(t, err)
+			t.Cleanup(front.Close)
+			t.Cleanup(rec.Close)
+			relay := aeprelaytest.Start(t, aeprelaytest.Config{Token: relayToken})
+			l.receivers = append(l.receivers, &receiverUnderTest{mode: mode, level: level, rec: rec, front: front, relay: relay})
+			fronts[level], relays[level] = front.ProxyURL(), relay.URL()
+		}
+		sink := startOTLPSink(t)
+		l.sinks[mode] = sink
+		l.cols = append(l.cols, startCollectorProcess(t, bin, collectorConfig(mode, fronts, relays, sink.srv.URL)))
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, c := range l.cols {
+				t.Logf("collector log:\n%s", tail(c.logText(), 6000))
+			}
+			t.Logf("agent server log:\n%s", l.server.logTail())
+		}
+	})
+	return l
 }
 
 func tail(s string, n int) string {

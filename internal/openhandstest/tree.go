@@ -1,9 +1,11 @@
 package openhandstest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 )
 
 // The conversation tree, as the 1.58.2 server models it
@@ -34,7 +36,10 @@ type ChildLaunch struct {
 // StartChild launches a child conversation of c as the server does: it
 // inherits c's agent and workspace (the stub's workspaces are no git
 // repositories, so the child shares c's directory: isolation "shared"),
-// gets task as its first user message and starts running.
+// gets task as its first user message and starts running. The launch
+// reports the status the server reads right after scheduling the run,
+// before its loop starts (conversation_service.py
+// _launch_prepared_conversation; EventService.run returns at once): idle.
 func (c *Conversation) StartChild(task, title string) (ChildLaunch, error) {
 	s := c.s
 	s.mu.Lock()
@@ -53,11 +58,12 @@ func (c *Conversation) StartChild(task, title string) (ChildLaunch, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	child.c.parentID = c.c.id
+	status := child.c.status()
 	if _, err := s.sendMessageLocked(child.c, map[string]any{"role": "user", "content": []any{textContent(task)}}, true); err != nil {
 		return ChildLaunch{}, fmt.Errorf("start child conversation: %w", err)
 	}
 	return ChildLaunch{
-		ConversationID: child.c.id, ParentConversationID: c.c.id, Status: child.c.status(),
+		ConversationID: child.c.id, ParentConversationID: c.c.id, Status: status,
 		Title: child.c.title, Workspace: workingDir, Isolation: "shared",
 	}, nil
 }
@@ -73,27 +79,29 @@ type ForkOptions struct {
 	FromEventID string `json:"from_event_id,omitempty"`
 }
 
-// Fork copies c as the server's fork does: the history (up to and
-// including FromEventID, when set) with the same event ids, the state, in
-// status idle, linked to its source. Nothing is published.
+// Fork copies c as the server's fork does, with the same event ids, the
+// state, in status idle, linked to its source: the whole log, or with
+// FromEventID the branch from the root up to and including that event
+// (the SDK's LocalConversation.fork copies path_to_root(from_event_id):
+// the parent_id chain, so no state update and no other branch). Nothing
+// is published.
 func (c *Conversation) Fork(opts ForkOptions) (*Conversation, error) {
 	s := c.s
 	s.mu.Lock()
-	end := len(c.c.log)
+	log := append([]storedEvent(nil), c.c.log...)
 	if opts.FromEventID != "" {
-		i, ok := c.c.index[opts.FromEventID]
+		branch, ok := c.c.pathToRoot(opts.FromEventID)
 		if !ok {
 			s.mu.Unlock()
 			return nil, fmt.Errorf("fork: from_event_id %s is not an event of %s", opts.FromEventID, c.c.id)
 		}
-		end = i + 1
+		log = branch
 	}
 	state := make(map[string]any, len(c.c.state))
 	for k, v := range c.c.state {
 		state[k] = v
 	}
 	state["execution_status"] = StatusIdle
-	log := append([]storedEvent(nil), c.c.log[:end]...)
 	source := c.c.id
 	s.mu.Unlock()
 
@@ -113,6 +121,35 @@ func (c *Conversation) Fork(opts ForkOptions) (*Conversation, error) {
 		}
 	}
 	return fork, nil
+}
+
+// rootParentID is the SDK's explicit root marker for parent_id
+// (sdk/event/types.py ROOT_PARENT_ID).
+const rootParentID = "__root__"
+
+// pathToRoot is the SDK's EventLog.path_to_root (event_store.py): the
+// events from leaf back along parent_id, root first; an event without
+// parent_id has the one logged before it as its parent, the first none.
+// False when leaf, or an ancestor, is not in the log, or on a cycle.
+func (c *conversation) pathToRoot(leaf string) ([]storedEvent, bool) {
+	var chain []storedEvent
+	seen := map[string]bool{}
+	for id := leaf; id != ""; {
+		i, ok := c.index[id]
+		if !ok || seen[id] {
+			return nil, false
+		}
+		seen[id] = true
+		chain = append(chain, c.log[i])
+		switch id = c.log[i].event.ParentID(); {
+		case id == rootParentID:
+			id = ""
+		case id == "" && i > 0:
+			id = c.log[i-1].event.ID()
+		}
+	}
+	slices.Reverse(chain)
+	return chain, true
 }
 
 // lineageLocked puts the tree fields on c's ConversationInfo.
@@ -193,10 +230,17 @@ func StartChildAction(task, title string) Event {
 }
 
 // StartChildObservation builds the tool's ObservationEvent reporting
-// launch (tools/child_conversation/impl.py: the summary text plus the
-// response's fields on the observation).
+// launch (tools/child_conversation/impl.py: a summary line and the
+// response as indented JSON for text, plus the response's fields on the
+// observation, a null one left off).
 func StartChildObservation(action Event, launch ChildLaunch) Event {
-	ev := ObservationEvent(action, fmt.Sprintf("Started child conversation %s (status: %s).", launch.ConversationID, launch.Status), false)
+	var dump bytes.Buffer
+	enc := json.NewEncoder(&dump)
+	enc.SetEscapeHTML(false) // json.dumps escapes no HTML
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(launch) // strings and nulls: cannot fail
+	text := fmt.Sprintf("Started child conversation %s (status: %s).\n%s", launch.ConversationID, launch.Status, bytes.TrimSuffix(dump.Bytes(), []byte("\n")))
+	ev := ObservationEvent(action, text, false)
 	obs := ev["observation"].(map[string]any)
 	obs["kind"] = "StartChildConversationObservation"
 	obs["conversation_id"] = launch.ConversationID
