@@ -96,6 +96,17 @@ func indexOf(t *testing.T, data map[string][]byte, hostPort string) (live, ended
 	return live, ended
 }
 
+// watchOnStorage starts a receiver on the storage in extensions and waits
+// until each of convs is live.
+func watchOnStorage(t *testing.T, stub *oh.Server, extensions map[component.ID]component.Component, convs ...*oh.Conversation) *harness {
+	t.Helper()
+	h := startHarnessWith(t, storageConfig(socketSession, stub), extensions)
+	for _, conv := range convs {
+		h.waitLive(conv, 1)
+	}
+	return h
+}
+
 // TestEndedConversationLeavesStorage: once a conversation deleted on the
 // server has its session.ended handed on, its state, its batch and its
 // index entry leave storage in one storage batch; the other stays. A
@@ -105,9 +116,7 @@ func TestEndedConversationLeavesStorage(t *testing.T) {
 	stub := startStub(t)
 	gone, kept := newConversation(t, stub), newConversation(t, stub)
 	rec := newRecordingStorage(nil)
-	h := startHarnessWith(t, storageConfig(socketSession, stub), rec.extensions())
-	h.waitLive(gone, 1)
-	h.waitLive(kept, 1)
+	h := watchOnStorage(t, stub, rec.extensions(), gone, kept)
 	require.NotEmpty(t, keysOf(rec.snapshot(), gone.ID()))
 
 	_, err := gone.SetStatus(oh.StatusDeleting)
@@ -145,8 +154,7 @@ func TestCrashBeforeEndedConversationLeavesStorage(t *testing.T) {
 	stub := startStub(t)
 	conv := newConversation(t, stub)
 	mem := newMemStorage(nil)
-	h1 := startHarnessWith(t, storageConfig(socketSession, stub), mem.extensions())
-	h1.waitLive(conv, 1)
+	h1 := watchOnStorage(t, stub, mem.extensions(), conv)
 	require.NoError(t, conv.Delete())
 	h1.waitTypes(conv.ID(), "session.ended")
 	require.NoError(t, h1.rcv.Shutdown(context.Background()))
@@ -174,9 +182,7 @@ func TestStartBuildsOnlyWhatDiscoveryShows(t *testing.T) {
 	stub := startStub(t)
 	live, deleted := newConversation(t, stub), newConversation(t, stub)
 	mem := newMemStorage(nil)
-	h1 := startHarnessWith(t, storageConfig(socketSession, stub), mem.extensions())
-	h1.waitLive(live, 1)
-	h1.waitLive(deleted, 1)
+	h1 := watchOnStorage(t, stub, mem.extensions(), live, deleted)
 	require.NoError(t, h1.rcv.Shutdown(context.Background()))
 	require.NoError(t, deleted.Delete())
 
