@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/http"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -46,8 +49,8 @@ func runChurn(ctx context.Context, o options) error {
 	}
 	fmt.Printf("Churn: %s, storage directory at start %.1f KiB; %d waves of %d conversations created and deleted after a warm-up wave.\n\n",
 		o.collector, kib(empty), o.churnWaves, o.churnWave)
-	fmt.Println("| wave | KiB with the wave live | KiB after it ended, settled | vs baseline | end to settled s |")
-	fmt.Println("|---|---|---|---|---|")
+	fmt.Println("| wave | KiB with the wave live | KiB after it ended, settled | vs baseline | end to settled s | files after, KiB |")
+	fmt.Println("|---|---|---|---|---|---|")
 	var baseline int64
 	for wave := range o.churnWaves + 1 {
 		live, after, took, err := r.churnWave(ctx, o.churnWave)
@@ -58,8 +61,8 @@ func runChurn(ctx context.Context, o options) error {
 		if wave == 0 {
 			baseline, name = after, "warm-up (baseline)"
 		}
-		fmt.Printf("| %s | %.1f | %.1f | %+.1f%% | %.1f |\n", name, kib(live), kib(after),
-			100*float64(after-baseline)/float64(baseline), took.Seconds())
+		fmt.Printf("| %s | %.1f | %.1f | %+.1f%% | %.1f | %s |\n", name, kib(live), kib(after),
+			100*float64(after-baseline)/float64(baseline), took.Seconds(), filesKiB(r.storageDir))
 	}
 	if o.churnLive == 0 {
 		return nil
@@ -229,7 +232,17 @@ func settle(ctx context.Context, dir string) (int64, error) {
 
 // dirSize is the bytes of the regular files under dir.
 func dirSize(dir string) (int64, error) {
+	files, err := fileSizes(dir)
 	var total int64
+	for _, size := range files {
+		total += size
+	}
+	return total, err
+}
+
+// fileSizes is the bytes of each regular file under dir, by name.
+func fileSizes(dir string) (map[string]int64, error) {
+	files := map[string]int64{}
 	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
 			return err
@@ -241,10 +254,20 @@ func dirSize(dir string) (int64, error) {
 		case err != nil:
 			return err
 		}
-		total += info.Size()
+		files[d.Name()] = info.Size()
 		return nil
 	})
-	return total, err
+	return files, err
+}
+
+// filesKiB lists the files under dir with their sizes in KiB.
+func filesKiB(dir string) string {
+	files, _ := fileSizes(dir)
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		out = append(out, fmt.Sprintf("%s %.0f", name, kib(files[name])))
+	}
+	return strings.Join(out, ", ")
 }
 
 func kib(b int64) float64 { return float64(b) / 1024 }
