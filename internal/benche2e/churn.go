@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -47,9 +48,9 @@ func runChurn(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("Churn: %s, storage directory at start %.1f KiB; %d waves of %d conversations created and deleted after a warm-up wave.\n\n",
+	fmt.Printf("Churn: %s, storage directory at start %.1f KiB on disk; %d waves of %d conversations created and deleted after a warm-up wave.\n\n",
 		o.collector, kib(empty), o.churnWaves, o.churnWave)
-	fmt.Println("| wave | KiB with the wave live | KiB after it ended, settled | vs baseline | end to settled s | files after, KiB |")
+	fmt.Println("| wave | KiB with the wave live | KiB after it ended, settled | vs baseline | end to settled s | files after: KiB on disk of length |")
 	fmt.Println("|---|---|---|---|---|---|")
 	var baseline int64
 	for wave := range o.churnWaves + 1 {
@@ -230,19 +231,23 @@ func settle(ctx context.Context, dir string) (int64, error) {
 	}
 }
 
-// dirSize is the bytes of the regular files under dir.
+// dirSize is the disk space the regular files under dir take, as du
+// counts it: bbolt grows its file ahead of its data, as a sparse file.
 func dirSize(dir string) (int64, error) {
 	files, err := fileSizes(dir)
 	var total int64
 	for _, size := range files {
-		total += size
+		total += size.disk
 	}
 	return total, err
 }
 
-// fileSizes is the bytes of each regular file under dir, by name.
-func fileSizes(dir string) (map[string]int64, error) {
-	files := map[string]int64{}
+// fileSize is a file's length and the disk space it takes.
+type fileSize struct{ length, disk int64 }
+
+// fileSizes is the size of each regular file under dir, by name.
+func fileSizes(dir string) (map[string]fileSize, error) {
+	files := map[string]fileSize{}
 	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
 			return err
@@ -254,18 +259,23 @@ func fileSizes(dir string) (map[string]int64, error) {
 		case err != nil:
 			return err
 		}
-		files[d.Name()] = info.Size()
+		size := fileSize{length: info.Size(), disk: info.Size()}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			size.disk = st.Blocks * 512
+		}
+		files[d.Name()] = size
 		return nil
 	})
 	return files, err
 }
 
-// filesKiB lists the files under dir with their sizes in KiB.
+// filesKiB lists the files under dir with their disk space and length
+// in KiB.
 func filesKiB(dir string) string {
 	files, _ := fileSizes(dir)
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(files)) {
-		out = append(out, fmt.Sprintf("%s %.0f", name, kib(files[name])))
+		out = append(out, fmt.Sprintf("%s %.0f of %.0f", name, kib(files[name].disk), kib(files[name].length)))
 	}
 	return strings.Join(out, ", ")
 }
