@@ -325,13 +325,13 @@ func (w *serverWatch) restore(ctx context.Context) {
 	}
 	// The objects built to send again are not kept: discovery builds them
 	// anew from the state stored with the batch.
-	gone := make(map[string]bool, len(pending))
+	over := make(map[string]bool, len(pending))
 	for _, id := range pending {
-		gone[id] = w.build(ctx, conversationInfo{ID: id}) == nil // ended, or starts fresh
+		over[id] = w.build(ctx, conversationInfo{ID: id}) == nil // ended, or starts fresh
 	}
 	w.persisted = make(map[string]struct{})
 	for _, id := range index.live {
-		if !gone[id] && w.shard.owns(id) {
+		if !over[id] && w.shard.owns(id) {
 			w.persisted[id] = struct{}{}
 		}
 	}
