@@ -43,7 +43,7 @@ type idleRow struct {
 }
 
 func runBench(ctx context.Context, o options) error {
-	r, ids, err := startRig(ctx, o, false)
+	r, ids, err := startRig(ctx, o, false, nil)
 	if err != nil {
 		return err
 	}

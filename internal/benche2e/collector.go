@@ -17,14 +17,19 @@ import (
 // the aeprelay exporter, with the pprof extension that the harness reads
 // heap figures (and, on request, CPU profiles) from. storageDir, when set,
 // puts the exporter queue on file_storage, as a production deployment
-// would.
-func ourConfig(stubURL, key, relayURL, token, pprofAddr, metricsAddr string, batchTimeout time.Duration, storageDir string) string {
+// would; rs, when set, the receiver's conversation state too.
+func ourConfig(stubURL, key, relayURL, token, pprofAddr, metricsAddr string, batchTimeout time.Duration, storageDir string, rs *receiverStorage) string {
 	host, port, _ := strings.Cut(metricsAddr, ":")
 	storageExt, queue, extensions := "", "", "pprof"
 	if storageDir != "" {
 		storageExt = fmt.Sprintf("  file_storage:\n    directory: %s\n", storageDir)
 		queue = "    sending_queue:\n      storage: file_storage\n"
 		extensions += ", file_storage"
+	}
+	receiver := "        max_conversations: 100000 # -idle attaches past the default 1,000\n"
+	if rs != nil {
+		storageExt += rs.compaction(storageDir)
+		receiver = fmt.Sprintf("        max_conversations: %d\n    storage: file_storage\n    idle_detach: %s\n", rs.maxConversations, rs.idleDetach)
 	}
 	return fmt.Sprintf(`extensions:
   pprof:
@@ -35,8 +40,7 @@ func ourConfig(stubURL, key, relayURL, token, pprofAddr, metricsAddr string, bat
       - endpoint: %s
         session_api_key: %s
         name: stub
-        max_conversations: 100000 # -idle attaches past the default 1,000
-    poll_interval: 1s
+%s    poll_interval: %s
 processors:
   batch:
     timeout: %s
@@ -62,7 +66,36 @@ exporters:
       receivers: [openhands]
       processors: [batch]
       exporters: [aeprelay]
-`, pprofAddr, storageExt, stubURL, key, batchTimeout, relayURL, token, queue, extensions, host, port)
+`, pprofAddr, storageExt, stubURL, key, receiver, rs.pollInterval(), batchTimeout, relayURL, token, queue, extensions, host, port)
+}
+
+// receiverStorage is the receiver's side of the churn benchmark: its state
+// on file_storage, compacted as the receiver README recommends.
+type receiverStorage struct {
+	maxConversations int
+	idleDetach       time.Duration
+	poll             time.Duration
+}
+
+// compaction is the file_storage compaction that gives back the space of
+// ended conversations: online once the file has grown past 1 MiB and its
+// live data dropped below 1 MiB, and at every start.
+func (rs *receiverStorage) compaction(dir string) string {
+	return fmt.Sprintf(`    compaction:
+      directory: %s
+      on_start: true
+      on_rebound: true
+      rebound_needed_threshold_mib: 1
+      rebound_trigger_threshold_mib: 1
+      check_interval: 1s
+`, dir)
+}
+
+func (rs *receiverStorage) pollInterval() time.Duration {
+	if rs == nil {
+		return time.Second
+	}
+	return rs.poll
 }
 
 // plainConfig is the baseline: otlp → batch → otlp_http with defaults.

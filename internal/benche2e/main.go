@@ -25,6 +25,11 @@
 // instead, sampling the collector's RSS and Go heap, and reports the slope
 // after warm-up.
 //
+// With -churn it measures the receiver's storage on file_storage over
+// conversation churn instead: the storage directory's size after waves of
+// conversations created and deleted, and a start with many live
+// conversations in storage (time, RSS, heap).
+//
 // The stub and the relay are fixtures: their CPU is shown, not judged.
 package main
 
@@ -63,6 +68,9 @@ type options struct {
 	soakRate                           float64
 	soakDuration, soakSample, soakWarm time.Duration
 	soakStorage                        bool
+
+	churn                            bool
+	churnWave, churnWaves, churnLive int
 }
 
 func main() {
@@ -88,6 +96,10 @@ func main() {
 	flag.DurationVar(&o.soakSample, "soak-sample", time.Minute, "soak: sampling interval")
 	flag.DurationVar(&o.soakWarm, "soak-warmup", time.Minute, "soak: warm-up left out of the slope")
 	flag.BoolVar(&o.soakStorage, "soak-storage", true, "soak: the exporter queue on file_storage")
+	flag.BoolVar(&o.churn, "churn", false, "run the storage churn benchmark instead")
+	flag.IntVar(&o.churnWave, "churn-wave", 5000, "churn: conversations per wave")
+	flag.IntVar(&o.churnWaves, "churn-waves", 4, "churn: waves after the warm-up wave")
+	flag.IntVar(&o.churnLive, "churn-live", 50000, "churn: live conversations in storage at the measured start (0: skip)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -98,6 +110,8 @@ func main() {
 		err = runFloor(ctx, *floorStub, stubKey, strings.Split(*floorIDs, ","), os.Stdin, os.Stdout)
 	case o.soak:
 		err = runSoak(ctx, o)
+	case o.churn:
+		err = runChurn(ctx, o)
 	default:
 		if o.rates, err = parseRates(rates); err == nil {
 			err = runBench(ctx, o)
@@ -133,7 +147,9 @@ type rig struct {
 	pprofAddr string
 	// metricsAddr serves the collector's own telemetry (Prometheus).
 	metricsAddr string
-	procs       []*proc
+	// storageDir is file_storage's directory, "" without storage.
+	storageDir string
+	procs      []*proc
 }
 
 func (r *rig) close() {
@@ -151,7 +167,7 @@ func (r *rig) keep(p *proc) *proc {
 // startRig starts the relay, subscribes to it, starts the stub with n
 // running conversations and our collector, and waits until the collector
 // has attached every one of them.
-func startRig(ctx context.Context, o options, storage bool) (*rig, []string, error) {
+func startRig(ctx context.Context, o options, storage bool, rs *receiverStorage) (*rig, []string, error) {
 	dir, err := os.MkdirTemp("", "benche2e-")
 	if err != nil {
 		return nil, nil, err
@@ -167,7 +183,7 @@ func startRig(ctx context.Context, o options, storage bool) (*rig, []string, err
 	}
 	// The relay subscriber must keep up with bursts: a deep live queue.
 	relayArgs := []string{o.relay, "-addr", relayAddr, "-token", relayToken,
-		"-max-queued", "1000000", "-max-records", "1000", "-max-sessions", "20000", "-buffer", "100", "-log-level", "warn"}
+		"-max-queued", "1000000", "-max-records", "1000", "-max-sessions", "100000", "-buffer", "100", "-log-level", "warn"}
 	if o.profileDir != "" {
 		relayArgs = append(relayArgs, "-cpuprofile", filepath.Join(o.profileDir, "relay.pprof"))
 	}
@@ -192,9 +208,11 @@ func startRig(ctx context.Context, o options, storage bool) (*rig, []string, err
 		return fail(err)
 	}
 	r.stubURL = strings.TrimPrefix(line, "listening ")
-	ids, err := r.create(ctx, o.conversations, "running")
-	if err != nil {
-		return fail(err)
+	var ids []string
+	if o.conversations > 0 {
+		if ids, err = r.create(ctx, o.conversations, "running"); err != nil {
+			return fail(err)
+		}
 	}
 	if r.pprofAddr, err = freeAddr(); err != nil {
 		return fail(err)
@@ -202,26 +220,30 @@ func startRig(ctx context.Context, o options, storage bool) (*rig, []string, err
 	if r.metricsAddr, err = freeAddr(); err != nil {
 		return fail(err)
 	}
-	storageDir := ""
 	if storage {
-		storageDir = dir + "/queue"
-		if err := os.Mkdir(storageDir, 0o700); err != nil {
+		r.storageDir = dir + "/queue"
+		if err := os.Mkdir(r.storageDir, 0o700); err != nil {
 			return fail(err)
 		}
 	}
-	ours, err := startCollector("ours", dir, o.collector,
-		ourConfig(r.stubURL, stubKey, r.relayURL, relayToken, r.pprofAddr, r.metricsAddr, o.batchTimeout, storageDir))
-	if err != nil {
-		return fail(err)
-	}
-	r.ours = r.keep(ours)
-	if err := awaitListening(ctx, ours, r.pprofAddr); err != nil {
+	if err := r.startOurs(ctx, o, "ours", rs); err != nil {
 		return fail(err)
 	}
 	if err := r.awaitAttached(ctx, ids, max(time.Minute, time.Duration(len(ids))*100*time.Millisecond)); err != nil {
 		return fail(err)
 	}
 	return r, ids, nil
+}
+
+// startOurs starts our collector as name and waits until it listens.
+func (r *rig) startOurs(ctx context.Context, o options, name string, rs *receiverStorage) error {
+	ours, err := startCollector(name, r.dir, o.collector,
+		ourConfig(r.stubURL, stubKey, r.relayURL, relayToken, r.pprofAddr, r.metricsAddr, o.batchTimeout, r.storageDir, rs))
+	if err != nil {
+		return err
+	}
+	r.ours = r.keep(ours)
+	return awaitListening(ctx, ours, r.pprofAddr)
 }
 
 // create makes n conversations on the stub and returns their ids.

@@ -14,15 +14,19 @@ import (
 
 // relayWatch is a consumer of the relay's SSE stream: every tool event
 // that arrives is an arrival of the pipeline under test, timed from its
-// data.vendor_ts; state.snapshot marks a conversation as attached.
+// data.vendor_ts; state.snapshot marks a conversation as attached, and
+// session.started and session.ended are marked likewise.
 type relayWatch struct {
 	rec *recorder
 
-	mu       sync.Mutex
-	attached map[string]bool
-	total    int
-	err      error
+	mu     sync.Mutex
+	marked map[string]map[string]bool // type → session → seen
+	total  int
+	err    error
 }
+
+// markedTypes are the event types the watch marks per session.
+var markedTypes = []string{"state.snapshot", "session.started", "session.ended"}
 
 func watchRelay(ctx context.Context, relayURL, token string) (*relayWatch, error) {
 	u, err := url.Parse(relayURL)
@@ -43,7 +47,10 @@ func watchRelay(ctx context.Context, relayURL, token string) (*relayWatch, error
 		resp.Body.Close()
 		return nil, fmt.Errorf("subscribe to the relay: HTTP %d", resp.StatusCode)
 	}
-	w := &relayWatch{rec: &recorder{}, attached: map[string]bool{}}
+	w := &relayWatch{rec: &recorder{}, marked: map[string]map[string]bool{}}
+	for _, typ := range markedTypes {
+		w.marked[typ] = map[string]bool{}
+	}
 	go func() {
 		defer resp.Body.Close()
 		scanner := bufio.NewScanner(resp.Body)
@@ -72,9 +79,9 @@ func (w *relayWatch) event(data []byte) {
 		return
 	}
 	switch {
-	case ev.Type == "state.snapshot":
+	case w.marked[ev.Type] != nil:
 		w.mu.Lock()
-		w.attached[ev.Session] = true
+		w.marked[ev.Type][ev.Session] = true
 		w.mu.Unlock()
 	case strings.HasPrefix(ev.Type, "tool.") && ev.Data.VendorTS != "":
 		w.rec.addVendor(ev.Data.VendorTS)
@@ -85,12 +92,16 @@ func (w *relayWatch) event(data []byte) {
 }
 
 // attachedCount is how many of ids have their snapshot at the relay.
-func (w *relayWatch) attachedCount(ids []string) int {
+func (w *relayWatch) attachedCount(ids []string) int { return w.markedCount("state.snapshot", ids) }
+
+// markedCount is how many of ids have an event of type typ (one of
+// markedTypes) at the relay.
+func (w *relayWatch) markedCount(typ string, ids []string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	n := 0
 	for _, id := range ids {
-		if w.attached[id] {
+		if w.marked[typ][id] {
 			n++
 		}
 	}

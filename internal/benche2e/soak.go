@@ -18,7 +18,7 @@ type soakSample struct {
 // collection), printing each sample as it is taken and the slope after the
 // warm-up at the end.
 func runSoak(ctx context.Context, o options) error {
-	r, _, err := startRig(ctx, o, o.soakStorage)
+	r, _, err := startRig(ctx, o, o.soakStorage, nil)
 	if err != nil {
 		return err
 	}

@@ -125,15 +125,17 @@ func (c *conversation) begin(ctx context.Context) {
 	c.flushLocked(ctx)
 }
 
-// end closes the session: the conversation left search or reached deleting.
-func (c *conversation) end(ctx context.Context) {
+// end closes the session: the conversation left search or reached
+// deleting. It reports whether the session.ended was handed on; its
+// stored batch is left for the caller to remove with the conversation
+// (serverWatch.forget).
+func (c *conversation) end(ctx context.Context) (handedOn bool) {
 	c.detach()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := c.mapper.End(time.Now(), c.resumeTS) // nil once ended
 	c.mapped = append(c.mapped, c.decorator.DecorateEnd(c.resumeTS, out)...)
-	c.flushLocked(ctx)
-	c.markDoneLocked(ctx)
+	return c.flushLocked(ctx)
 }
 
 // attached reports whether the attach goroutine is running.
@@ -863,44 +865,48 @@ func (c *conversation) flush(ctx context.Context) {
 	c.flushLocked(ctx)
 }
 
-func (c *conversation) flushLocked(ctx context.Context) {
+// flushLocked reports whether what was mapped, if anything, was handed on.
+func (c *conversation) flushLocked(ctx context.Context) bool {
 	if len(c.mapped) == 0 {
-		return
+		return true
 	}
 	events := c.mapped
 	c.mapped = nil
-	c.emitLocked(ctx, events)
+	return c.emitLocked(ctx, events)
 }
 
 // emitLocked is the one place a conversation's events leave, in batches
 // (flushLocked): every event mapped since the last one. With storage,
 // the positioned batch is written ahead together with the state it leads
 // to, handed to the pipeline, then marked done; a crash anywhere in
-// between re-sends exactly those records on the next start (journal).
-func (c *conversation) emitLocked(ctx context.Context, events []*aep.Event) {
+// between re-sends exactly those records on the next start (journal). It
+// reports whether they were handed on.
+func (c *conversation) emitLocked(ctx context.Context, events []*aep.Event) bool {
 	logs := c.emitter.batch(events)
 	if logs.LogRecordCount() == 0 {
-		return
+		return true
 	}
 	if err := c.writeAheadLocked(ctx, logs); err != nil {
 		c.watch.rl.Error("emit:"+c.id, "could not write AEP events ahead; they are not emitted",
 			zap.String("conversation", c.id), zap.Error(err))
-		return
+		return false
 	}
-	c.handOnLocked(ctx, logs)
+	return c.handOnLocked(ctx, logs)
 }
 
 // handOnLocked hands a batch to the pipeline. A stored batch the pipeline
 // took needs no write of its own: the next write-ahead replaces it, and
 // markDoneLocked deletes the last one when the conversation detaches. Until
 // then a crash sends it again, a legal redelivery; one storage write per
-// batch instead of two is what that buys.
-func (c *conversation) handOnLocked(ctx context.Context, logs plog.Logs) {
+// batch instead of two is what that buys. It reports whether the
+// pipeline took the batch.
+func (c *conversation) handOnLocked(ctx context.Context, logs plog.Logs) bool {
 	if err := c.emitter.consume(ctx, logs); err != nil {
 		c.watch.rl.Error("emit:"+c.id, "could not emit AEP events", zap.String("conversation", c.id), zap.Error(err))
-		return
+		return false
 	}
 	c.taken = c.journal != nil
+	return true
 }
 
 // markDoneLocked deletes the stored pending batch once the pipeline took

@@ -3,7 +3,9 @@ package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openha
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"slices"
 	"sync"
@@ -20,30 +22,74 @@ import (
 //
 // Keys, under openhands/<host:port>/ (the server's identity in AEP sources):
 //
-//	conversations               index: {"v":1,"ids":[...]}
+//	conversations/<nn>          index bucket nn (00 to ff, by hash of the id):
+//	                            {"v":1,"ids":[...],"ended":[...]}
 //	conversation/<id>/state     durableState (encodeState)
 //	conversation/<id>/batch     the pending batch, OTLP protobuf
 //
 // The state and the batch are written together in one storage batch
-// before the records leave. The next write-ahead replaces the batch; the
-// last one is deleted when the conversation detaches or the receiver stops.
-// After a crash, a batch still present may or may not have left, and is
-// sent again byte for byte, a legal redelivery either way.
+// before the records leave, with the conversation's index bucket the
+// first time. The next write-ahead replaces the batch; the last one is
+// deleted when the conversation detaches or the receiver stops. After a
+// crash, a batch still present may or may not have left, and is sent again
+// byte for byte, a legal redelivery either way.
+//
+// A conversation that ended for good leaves in one storage batch (forget):
+// its state, its batch and its index entry go, and its id joins its
+// bucket's short list of recently ended ones, so a restart still knows not
+// to start it again. Storage thus holds the conversations the server
+// still has, and at most endedPerBucket ids per bucket besides.
+//
+// Releases before the buckets kept one index of every id under
+// "conversations"; a start splits it into buckets (load).
 type journal struct {
 	client storage.Client
 	prefix string
 
 	mu      sync.Mutex
-	indexed map[string]struct{}
+	buckets [indexBuckets]indexBucket
+}
+
+const (
+	// indexBuckets is how many keys the index is split into: a new or
+	// ended conversation rewrites one of them, 1/256 of the index.
+	indexBuckets = 256
+	// endedPerBucket bounds the recently ended ids a bucket remembers: a
+	// restart meets again only the ones that just ended (a conversation
+	// still listed while it is deleted, a lookup racing the listing).
+	endedPerBucket = 8
+	// loadChunk bounds the keys of one storage batch of a start's reads:
+	// one transaction per chunk, not per key.
+	loadChunk = 4096
+)
+
+// indexBucket is one key of the index.
+type indexBucket struct {
+	ids   map[string]struct{}
+	ended []string // oldest first
 }
 
 func newJournal(client storage.Client, hostPort string) *journal {
-	return &journal{client: client, prefix: "openhands/" + hostPort + "/", indexed: make(map[string]struct{})}
+	j := &journal{client: client, prefix: "openhands/" + hostPort + "/"}
+	for i := range j.buckets {
+		j.buckets[i].ids = make(map[string]struct{})
+	}
+	return j
 }
 
-func (j *journal) indexKey() string          { return j.prefix + "conversations" }
+// legacyIndexKey is the single index of releases before the buckets.
+func (j *journal) legacyIndexKey() string    { return j.prefix + "conversations" }
+func (j *journal) bucketKey(n int) string    { return fmt.Sprintf("%sconversations/%02x", j.prefix, n) }
 func (j *journal) stateKey(id string) string { return j.prefix + "conversation/" + id + "/state" }
 func (j *journal) batchKey(id string) string { return j.prefix + "conversation/" + id + "/batch" }
+
+// bucketOf is the index bucket of a conversation id: FNV-1a 32 of the id
+// as the server spells it.
+func bucketOf(id string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return int(h.Sum32() % indexBuckets)
+}
 
 // encodeBatch is the write-ahead form of a batch: OTLP protobuf, which
 // decodes to the very records that were handed on.
@@ -55,9 +101,18 @@ func encodeBatch(logs plog.Logs) ([]byte, error) {
 	return raw, nil
 }
 
+// journalIndex is the value of one index bucket, and of the legacy
+// single index (which has no Ended).
 type journalIndex struct {
 	Version int      `json:"v"`
 	IDs     []string `json:"ids"`
+	Ended   []string `json:"ended,omitempty"`
+}
+
+// storedIndex is what a start finds in the index.
+type storedIndex struct {
+	live  []string // conversations with state in storage
+	ended []string // recently ended ones, no longer stored
 }
 
 // stored is one conversation as a start finds it in storage.
@@ -68,29 +123,113 @@ type stored struct {
 	err     error      // the state or batch could not be read
 }
 
-// load reads the index, then each indexed conversation's state and
-// pending batch. An unreadable index is an error; an unreadable
-// conversation is returned with err set, for the caller to start fresh.
-func (j *journal) load(ctx context.Context) ([]stored, error) {
-	raw, err := j.client.Get(ctx, j.indexKey())
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", j.indexKey(), err)
+// load reads the index buckets in one storage batch, and splits an index
+// of an older release into them (in one more). An unreadable bucket is
+// reported in err, joined, and its conversations start fresh; the others
+// are returned.
+func (j *journal) load(ctx context.Context) (storedIndex, error) {
+	ops := make([]*storage.Operation, 0, indexBuckets+1)
+	for n := range indexBuckets {
+		ops = append(ops, storage.GetOperation(j.bucketKey(n)))
 	}
-	if raw == nil {
-		return nil, nil
-	}
-	var index journalIndex
-	if err := json.Unmarshal(raw, &index); err != nil || index.Version != 1 {
-		return nil, fmt.Errorf("read %s: not a version 1 index (%v)", j.indexKey(), err)
+	legacy := storage.GetOperation(j.legacyIndexKey())
+	if err := j.client.Batch(ctx, append(ops, legacy)...); err != nil {
+		return storedIndex{}, fmt.Errorf("read the conversation index: %w", err)
 	}
 	j.mu.Lock()
-	for _, id := range index.IDs {
-		j.indexed[id] = struct{}{}
+	defer j.mu.Unlock()
+	var errs []error
+	for n, op := range ops {
+		if op.Value == nil {
+			continue
+		}
+		index, err := decodeIndex(op.Key, op.Value)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, id := range index.IDs {
+			j.buckets[n].ids[id] = struct{}{}
+		}
+		j.buckets[n].ended = index.Ended
 	}
-	j.mu.Unlock()
-	out := make([]stored, 0, len(index.IDs))
+	if legacy.Value != nil {
+		errs = append(errs, j.upgradeLocked(ctx, legacy.Key, legacy.Value))
+	}
+	var out storedIndex
+	for _, b := range j.buckets {
+		out.live = append(out.live, slices.Collect(maps.Keys(b.ids))...)
+		out.ended = append(out.ended, b.ended...)
+	}
+	slices.Sort(out.live)
+	return out, errors.Join(errs...)
+}
+
+func decodeIndex(key string, raw []byte) (journalIndex, error) {
+	var index journalIndex
+	if err := json.Unmarshal(raw, &index); err != nil || index.Version != 1 {
+		return journalIndex{}, fmt.Errorf("read %s: not a version 1 index (%v)", key, err)
+	}
+	return index, nil
+}
+
+// upgradeLocked moves the ids of an older release's single index into
+// their buckets, and deletes it, in one storage batch. Should that write
+// fail, the ids are still indexed in memory, each bucket is written with
+// its next change, and the next start upgrades again.
+func (j *journal) upgradeLocked(ctx context.Context, key string, raw []byte) error {
+	index, err := decodeIndex(key, raw)
+	if err != nil {
+		return err
+	}
+	touched := make(map[int]bool)
 	for _, id := range index.IDs {
-		out = append(out, j.loadConversation(ctx, id))
+		n := bucketOf(id)
+		j.buckets[n].ids[id] = struct{}{}
+		touched[n] = true
+	}
+	ops := []*storage.Operation{storage.DeleteOperation(key)}
+	for n := range touched {
+		op, err := j.bucketOpLocked(n)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, op)
+	}
+	if err := j.client.Batch(ctx, ops...); err != nil {
+		return fmt.Errorf("storage: split %s into buckets: %w", key, err)
+	}
+	return nil
+}
+
+// bucketOpLocked is the write of bucket n as it is in memory.
+func (j *journal) bucketOpLocked(n int) (*storage.Operation, error) {
+	b := &j.buckets[n]
+	ids := slices.Sorted(maps.Keys(b.ids))
+	raw, err := json.Marshal(journalIndex{Version: 1, IDs: ids, Ended: b.ended})
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", j.bucketKey(n), err)
+	}
+	return storage.SetOperation(j.bucketKey(n), raw), nil
+}
+
+// pending returns those of ids that have a pending batch, reading the
+// batch keys loadChunk at a time.
+func (j *journal) pending(ctx context.Context, ids []string) ([]string, error) {
+	var out []string
+	for chunk := range slices.Chunk(ids, loadChunk) {
+		ops := make([]*storage.Operation, len(chunk))
+		for i, id := range chunk {
+			ops[i] = storage.GetOperation(j.batchKey(id))
+		}
+		if err := j.client.Batch(ctx, ops...); err != nil {
+			return out, fmt.Errorf("read pending batches: %w", err)
+		}
+		for i, op := range ops {
+			if op.Value != nil {
+				out = append(out, chunk[i])
+			}
+		}
 	}
 	return out, nil
 }
@@ -128,27 +267,56 @@ func (j *journal) writeAhead(ctx context.Context, id string, state durableState,
 		return 0, err
 	}
 	ops := []*storage.Operation{storage.SetOperation(j.stateKey(id), raw), storage.SetOperation(j.batchKey(id), pending)}
+	n := bucketOf(id)
+	// Under the lock, so two new conversations of a bucket cannot drop
+	// each other from it.
 	j.mu.Lock()
-	if _, ok := j.indexed[id]; ok {
-		j.mu.Unlock()
+	defer j.mu.Unlock()
+	b := &j.buckets[n]
+	if _, ok := b.ids[id]; ok {
 		return written(ops), j.batch(ctx, ops)
 	}
-	// First write for this conversation: the index grows in the same
-	// storage batch, under the lock so two new conversations cannot drop
-	// each other from it.
-	defer j.mu.Unlock()
-	ids := append(slices.Collect(maps.Keys(j.indexed)), id)
-	slices.Sort(ids)
-	index, err := json.Marshal(journalIndex{Version: 1, IDs: ids})
-	if err != nil {
-		return 0, fmt.Errorf("encode %s: %w", j.indexKey(), err)
+	b.ids[id] = struct{}{}
+	op, err := j.bucketOpLocked(n)
+	if err == nil {
+		ops = append(ops, op)
+		err = j.batch(ctx, ops)
 	}
-	ops = append(ops, storage.SetOperation(j.indexKey(), index))
-	if err := j.batch(ctx, ops); err != nil {
+	if err != nil {
+		delete(b.ids, id)
 		return 0, err
 	}
-	j.indexed[id] = struct{}{}
 	return written(ops), nil
+}
+
+// forget removes a conversation that ended for good: its state, its
+// batch and its index entry, in one storage batch, which also adds it to
+// its bucket's recently ended ids. Its session.ended must have been handed
+// on: until this write, a restart sends it again.
+func (j *journal) forget(ctx context.Context, id string) error {
+	n := bucketOf(id)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	b := &j.buckets[n]
+	_, indexed := b.ids[id]
+	ended := b.ended // appending leaves its elements as they are
+	delete(b.ids, id)
+	if !slices.Contains(b.ended, id) {
+		b.ended = append(b.ended, id)
+		b.ended = b.ended[max(0, len(b.ended)-endedPerBucket):]
+	}
+	op, err := j.bucketOpLocked(n)
+	if err == nil {
+		err = j.client.Batch(ctx, storage.DeleteOperation(j.stateKey(id)), storage.DeleteOperation(j.batchKey(id)), op)
+	}
+	if err != nil {
+		if indexed {
+			b.ids[id] = struct{}{}
+		}
+		b.ended = ended
+		return fmt.Errorf("storage: remove ended conversation %s: %w", id, err)
+	}
+	return nil
 }
 
 func written(ops []*storage.Operation) int {

@@ -39,6 +39,10 @@ type serverWatch struct {
 	// ended remembers conversations whose session ended, so that one seen
 	// again is not given a second session.started / session.ended.
 	ended *recentIDs
+	// persisted are the conversations of this shard whose state is in
+	// storage and that have no object yet: one is built (wake) when search
+	// lists it, or ended when a lookup finds it gone. Nil without storage.
+	persisted map[string]struct{}
 	// round counts discovery rounds; seenIn is the last round in which the
 	// server showed each known conversation (listed, or answered by id).
 	round  uint64
@@ -102,8 +106,8 @@ func (w *serverWatch) poll(ctx context.Context) {
 				continue // a server that lists one id twice; another replica's
 			}
 			listed[info.ID] = true
-			w.seen(info.ID)
 			wants := w.observe(ctx, info)
+			w.seen(info.ID)
 			if wants {
 				waiting = append(waiting, info)
 			}
@@ -140,33 +144,49 @@ func (w *serverWatch) skipItem(ctx context.Context, item searchItem) {
 const confirmsPerPoll = 10
 
 // confirmUnlisted looks up by id the known conversations this round did
-// not list (at most confirmsPerPoll): a 404 ends the session; an answer is
-// observed as if listed; a failure changes nothing. It returns those that
-// want a socket.
+// not list (at most confirmsPerPoll), those only in storage first: a 404
+// ends the session; an answer is observed as if listed; a failure changes
+// nothing. It returns those that want a socket.
 func (w *serverWatch) confirmUnlisted(ctx context.Context, listed map[string]bool) (waiting []conversationInfo) {
-	var unlisted []*conversation
-	for id, c := range w.convs {
+	var unlisted []string
+	for id := range w.convs {
 		if !listed[id] {
-			unlisted = append(unlisted, c)
+			unlisted = append(unlisted, id)
 		}
 	}
-	slices.SortFunc(unlisted, func(a, b *conversation) int { return cmp.Compare(w.seenIn[a.id], w.seenIn[b.id]) })
-	for _, c := range unlisted[:min(len(unlisted), confirmsPerPoll)] {
-		info, err := w.api.conversation(ctx, c.id)
+	for id := range w.persisted {
+		if !listed[id] {
+			unlisted = append(unlisted, id)
+		}
+	}
+	slices.SortFunc(unlisted, func(a, b string) int { return cmp.Compare(w.seenIn[a], w.seenIn[b]) })
+	for _, id := range unlisted[:min(len(unlisted), confirmsPerPoll)] {
+		info, err := w.api.conversation(ctx, id)
 		switch {
 		case errors.Is(err, errNotFound):
-			w.endSession(ctx, c)
+			w.gone(ctx, id)
 		case err != nil:
 			w.rl.Warn("lookup", "cannot look up a conversation search did not list; it stays observed",
-				zap.String("conversation", c.id), zap.Error(err))
+				zap.String("conversation", id), zap.Error(err))
 		default:
-			w.seen(c.id)
 			if w.observe(ctx, info) {
 				waiting = append(waiting, info)
 			}
+			w.seen(id)
 		}
 	}
 	return waiting
+}
+
+// gone ends the session of a known conversation the server no longer has.
+func (w *serverWatch) gone(ctx context.Context, id string) {
+	if _, asleep := w.persisted[id]; asleep && w.wake(ctx, conversationInfo{ID: id}) == nil {
+		if !w.ended.has(id) {
+			w.forget(ctx, id) // unreadable: no session to end
+		}
+		return
+	}
+	w.endSession(ctx, w.convs[id])
 }
 
 // seen notes that the server showed the conversation this round.
@@ -179,6 +199,9 @@ func (w *serverWatch) seen(id string) {
 // observe takes in what search shows of one conversation and reports
 // whether it wants a socket: new, or detached and due to re-attach.
 func (w *serverWatch) observe(ctx context.Context, info conversationInfo) (wantsSocket bool) {
+	if _, asleep := w.persisted[info.ID]; asleep {
+		w.wake(ctx, info)
+	}
 	c, known := w.convs[info.ID]
 	switch {
 	case !known && w.ended.has(info.ID):
@@ -287,62 +310,118 @@ func moved(before, now conversationInfo) bool {
 	return before.UpdatedAt != now.UpdatedAt || before.ExecutionStatus != now.ExecutionStatus
 }
 
+// endSession ends a conversation's session. Once its session.ended is
+// handed on, the conversation leaves storage too.
 func (w *serverWatch) endSession(ctx context.Context, c *conversation) {
-	c.end(ctx)
+	handedOn := c.end(ctx)
 	delete(w.convs, c.id)
 	delete(w.seenIn, c.id)
 	w.index.remove(c)
 	w.ended.add(c.id)
+	if handedOn {
+		w.forget(ctx, c.id)
+	}
 }
 
-// restore brings back, before the first poll, the conversations of this
-// server the storage holds. Each batch that may not have left is sent
-// again first (even for a conversation resharded away: it belongs to this
-// replica's session). Then, within this shard, ended sessions are
-// remembered as ended and the others wait, unattached, for the first poll
-// to attach or end them. A conversation whose state cannot be read is
-// logged and starts fresh when search lists it, in a new generation (as
-// without storage).
+// forget removes an ended conversation from storage. Should that fail,
+// the next start finds its batch or its state and removes it then.
+func (w *serverWatch) forget(ctx context.Context, id string) {
+	if w.journal == nil {
+		return
+	}
+	if err := w.journal.forget(ctx, id); err != nil {
+		w.tel.storageErrors.Add(ctx, 1)
+		w.rl.Warn("storage:"+id, "could not remove an ended conversation from storage; the next start does",
+			zap.String("conversation", id), zap.Error(err))
+	}
+}
+
+// restore reads, before the first poll, this server's index from storage,
+// and builds no conversation it does not have to: each batch that may not
+// have left is sent again (even for a conversation resharded away: it
+// belongs to this replica's session), and a conversation whose session
+// ended leaves storage. The others of this shard wait in persisted, as
+// ids only, for discovery to list them (wake) or find them gone.
 func (w *serverWatch) restore(ctx context.Context) {
 	if w.journal == nil {
 		return
 	}
-	stored, err := w.journal.load(ctx)
+	index, err := w.journal.load(ctx)
 	if err != nil {
 		w.tel.storageErrors.Add(ctx, 1)
-		w.logger.Error("cannot read this server's conversation index from storage; its conversations start fresh", zap.Error(err))
-		return
+		w.logger.Error("cannot read all of this server's conversation index from storage; the conversations it names start fresh", zap.Error(err))
 	}
-	for _, s := range stored {
-		if s.err != nil {
-			w.tel.storageErrors.Add(ctx, 1)
-			w.logger.Error("cannot read a conversation's state from storage; it starts fresh",
-				zap.String("conversation", s.id), zap.Error(s.err))
-			continue
+	for _, id := range index.ended {
+		w.ended.add(id)
+	}
+	pending, err := w.journal.pending(ctx, index.live)
+	if err != nil {
+		w.tel.storageErrors.Add(ctx, 1)
+		w.logger.Error("cannot read the pending batches from storage; those unread are not sent again", zap.Error(err))
+	}
+	// The objects built to send again are not kept: discovery builds them
+	// anew from the state stored with the batch.
+	over := make(map[string]bool, len(pending))
+	for _, id := range pending {
+		over[id] = w.build(ctx, conversationInfo{ID: id}) == nil // ended, or starts fresh
+	}
+	w.persisted = make(map[string]struct{})
+	for _, id := range index.live {
+		if !over[id] && w.shard.owns(id) {
+			w.persisted[id] = struct{}{}
 		}
-		c, err := w.newSession(conversationInfo{ID: s.id}, &s.state, w)
-		if err != nil {
-			w.logger.Error("cannot restore conversation", zap.String("conversation", s.id), zap.Error(err))
-			continue
-		}
-		if s.pending != nil {
-			w.tel.batchesResent.Add(ctx, 1)
-			c.mu.Lock()
-			c.handOnLocked(ctx, *s.pending)
-			c.markDoneLocked(ctx)
-			c.mu.Unlock()
-		}
-		if !w.shard.owns(s.id) {
-			continue // resharded away: its new owner observes it
-		}
-		if s.state.Mapping.Ended {
-			w.ended.add(s.id)
-			continue
-		}
-		w.convs[s.id] = c
+	}
+	w.logger.Info("read the conversation index from storage",
+		zap.Int("conversations", len(w.persisted)), zap.Int("batches_resent", len(pending)))
+}
+
+// wake builds a conversation from storage when discovery first shows it,
+// and returns it, or nil if its session ended or its state cannot be read
+// (it then starts fresh).
+func (w *serverWatch) wake(ctx context.Context, info conversationInfo) *conversation {
+	delete(w.persisted, info.ID)
+	c := w.build(ctx, info)
+	if c != nil {
+		w.convs[info.ID] = c
 		w.index.add(c)
 	}
-	w.logger.Info("restored conversations from storage", zap.Int("conversations", len(w.convs)))
+	return c
+}
+
+// build makes the object of a conversation in storage: it sends a pending
+// batch again, and removes a conversation whose session ended from
+// storage (nil). An unreadable state is logged and counted (nil).
+func (w *serverWatch) build(ctx context.Context, info conversationInfo) *conversation {
+	s := w.journal.loadConversation(ctx, info.ID)
+	if s.err != nil {
+		w.tel.storageErrors.Add(ctx, 1)
+		w.logger.Error("cannot read a conversation's state from storage; it starts fresh",
+			zap.String("conversation", info.ID), zap.Error(s.err))
+		return nil
+	}
+	c, err := w.newSession(info, &s.state, w)
+	if err != nil {
+		w.logger.Error("cannot restore conversation", zap.String("conversation", info.ID), zap.Error(err))
+		return nil
+	}
+	handedOn := true
+	if s.pending != nil {
+		w.tel.batchesResent.Add(ctx, 1)
+		c.mu.Lock()
+		handedOn = c.handOnLocked(ctx, *s.pending)
+		if !s.state.Mapping.Ended {
+			c.markDoneLocked(ctx)
+		}
+		c.mu.Unlock()
+	}
+	if s.state.Mapping.Ended {
+		w.ended.add(info.ID)
+		if handedOn {
+			w.forget(ctx, info.ID)
+		}
+		return nil
+	}
+	return c
 }
 
 func (w *serverWatch) stopAll() {

@@ -1,0 +1,263 @@
+package openhandsreceiver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+
+	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
+)
+
+// recordingStorage is memStorage that also records every storage batch
+// the receiver sends, as the keys of its operations by type.
+type recordingStorage struct {
+	*memStorage
+	mu      sync.Mutex
+	batches []recordedBatch
+}
+
+type recordedBatch struct {
+	gets, sets, deletes []string
+}
+
+func newRecordingStorage(data map[string][]byte) *recordingStorage {
+	return &recordingStorage{memStorage: newMemStorage(data)}
+}
+
+func (r *recordingStorage) GetClient(context.Context, component.Kind, component.ID, string) (storage.Client, error) {
+	return recordingClient{memClient{r.memStorage}, r}, nil
+}
+
+func (r *recordingStorage) extensions() map[component.ID]component.Component {
+	return map[component.ID]component.Component{memStorageID: r}
+}
+
+func (r *recordingStorage) recorded() []recordedBatch {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.batches)
+}
+
+type recordingClient struct {
+	memClient
+	r *recordingStorage
+}
+
+func (c recordingClient) Batch(ctx context.Context, ops ...*storage.Operation) error {
+	var b recordedBatch
+	for _, op := range ops {
+		switch op.Type {
+		case storage.Get:
+			b.gets = append(b.gets, op.Key)
+		case storage.Set:
+			b.sets = append(b.sets, op.Key)
+		case storage.Delete:
+			b.deletes = append(b.deletes, op.Key)
+		}
+	}
+	c.r.mu.Lock()
+	c.r.batches = append(c.r.batches, b)
+	c.r.mu.Unlock()
+	return c.memClient.Batch(ctx, ops...)
+}
+
+// keysOf returns the stored keys that name conversation id.
+func keysOf(data map[string][]byte, id string) []string {
+	var out []string
+	for key := range data {
+		if strings.Contains(key, "/conversation/"+id+"/") {
+			out = append(out, key)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// indexOf decodes every index bucket stored for the server at hostPort.
+func indexOf(t *testing.T, data map[string][]byte, hostPort string) (live, ended []string) {
+	t.Helper()
+	for key, raw := range data {
+		if !strings.HasPrefix(key, "openhands/"+hostPort+"/conversations/") {
+			continue
+		}
+		var index journalIndex
+		require.NoError(t, json.Unmarshal(raw, &index), key)
+		live, ended = append(live, index.IDs...), append(ended, index.Ended...)
+	}
+	return live, ended
+}
+
+// watchOnStorage starts a receiver on the storage in extensions and waits
+// until each of convs is live.
+func watchOnStorage(t *testing.T, stub *oh.Server, extensions map[component.ID]component.Component, convs ...*oh.Conversation) *harness {
+	t.Helper()
+	h := startHarnessWith(t, storageConfig(socketSession, stub), extensions)
+	for _, conv := range convs {
+		h.waitLive(conv, 1)
+	}
+	return h
+}
+
+// TestEndedConversationLeavesStorage: once a conversation deleted on the
+// server has its session.ended handed on, its state, its batch and its
+// index entry leave storage in one storage batch; the other stays. A
+// restart on that storage still knows the conversation ended: shown
+// again, it gets no second session.
+func TestEndedConversationLeavesStorage(t *testing.T) {
+	stub := startStub(t)
+	gone, kept := newConversation(t, stub), newConversation(t, stub)
+	rec := newRecordingStorage(nil)
+	h := watchOnStorage(t, stub, rec.extensions(), gone, kept)
+	require.NotEmpty(t, keysOf(rec.snapshot(), gone.ID()))
+
+	_, err := gone.SetStatus(oh.StatusDeleting)
+	require.NoError(t, err)
+	h.waitTypes(gone.ID(), "session.ended")
+	require.Eventually(t, func() bool { return len(keysOf(rec.snapshot(), gone.ID())) == 0 }, waitFor, tick,
+		"the ended conversation leaves storage")
+	require.NoError(t, h.rcv.Shutdown(context.Background()))
+
+	data := rec.snapshot()
+	live, ended := indexOf(t, data, stub.Addr())
+	assert.Equal(t, []string{kept.ID()}, live)
+	assert.Equal(t, []string{gone.ID()}, ended, "remembered as recently ended")
+	assert.NotEmpty(t, keysOf(data, kept.ID()))
+	removals := slices.DeleteFunc(rec.recorded(), func(b recordedBatch) bool { return len(b.deletes) == 0 })
+	prefix := "openhands/" + stub.Addr() + "/"
+	assert.Contains(t, removals, recordedBatch{
+		deletes: []string{prefix + "conversation/" + gone.ID() + "/state", prefix + "conversation/" + gone.ID() + "/batch"},
+		sets:    []string{fmt.Sprintf("%sconversations/%02x", prefix, bucketOf(gone.ID()))},
+	}, "state, batch and index entry go in one storage batch")
+
+	_, err = gone.SetStatus(oh.StatusIdle) // a server showing it again
+	require.NoError(t, err)
+	h2 := startHarnessWith(t, storageConfig(socketSession, stub), newMemStorage(data).extensions())
+	playRun(t, kept, 1)
+	h2.waitTypes(kept.ID(), "state.delta", "run.finished")
+	assert.Empty(t, h2.session(gone.ID()), "an ended conversation shown again gets no second session")
+}
+
+// TestCrashBeforeEndedConversationLeavesStorage restarts from what a kill
+// -9 right after the session.ended's write-ahead would leave: the
+// session.ended is sent again, no session starts, and the conversation
+// leaves storage then.
+func TestCrashBeforeEndedConversationLeavesStorage(t *testing.T) {
+	stub := startStub(t)
+	conv := newConversation(t, stub)
+	mem := newMemStorage(nil)
+	h1 := watchOnStorage(t, stub, mem.extensions(), conv)
+	require.NoError(t, conv.Delete())
+	h1.waitTypes(conv.ID(), "session.ended")
+	require.NoError(t, h1.rcv.Shutdown(context.Background()))
+	images := mem.crashImages()
+	crashed := images[len(images)-1] // the write-ahead of the session.ended
+	require.NotEmpty(t, keysOf(crashed, conv.ID()))
+
+	rec := newRecordingStorage(crashed)
+	h2 := startHarnessWith(t, storageConfig(socketSession, stub), rec.extensions())
+	got := h2.waitTypes(conv.ID(), "session.ended")
+	require.Eventually(t, func() bool { return len(keysOf(rec.snapshot(), conv.ID())) == 0 }, waitFor, tick)
+	assert.Equal(t, []string{"session.ended"}, types(got), "sent again, and nothing else")
+	assert.Equal(t, int64(1), h2.metric("otelcol_openhands_batches_resent", "", ""))
+	assert.Equal(t, last(h1.session(conv.ID()), "session.ended").ID, got[0].ID, "the same session.ended")
+	_, ended := indexOf(t, rec.snapshot(), stub.Addr())
+	assert.Equal(t, []string{conv.ID()}, ended)
+}
+
+// TestStartBuildsOnlyWhatDiscoveryShows: a start reads the index and the
+// pending batches, and no conversation's state before discovery shows the
+// conversation. Then the one the server still has resumes its session,
+// and the one deleted while the receiver was down ends it and leaves
+// storage.
+func TestStartBuildsOnlyWhatDiscoveryShows(t *testing.T) {
+	stub := startStub(t)
+	live, deleted := newConversation(t, stub), newConversation(t, stub)
+	mem := newMemStorage(nil)
+	h1 := watchOnStorage(t, stub, mem.extensions(), live, deleted)
+	require.NoError(t, h1.rcv.Shutdown(context.Background()))
+	require.NoError(t, deleted.Delete())
+
+	stub.SetConversationSearchFault(oh.SearchServerError)
+	rec := newRecordingStorage(mem.snapshot())
+	h2 := startHarnessWith(t, storageConfig(socketSession, stub), rec.extensions())
+	searched := func() bool {
+		return slices.ContainsFunc(stub.Requests(), func(r oh.Request) bool { return r.Path == "/api/conversations/search" })
+	}
+	require.Eventually(t, searched, waitFor, tick)
+	for _, b := range rec.recorded() {
+		for _, key := range b.gets {
+			assert.False(t, strings.HasSuffix(key, "/state"), "read %s before discovery showed it", key)
+		}
+	}
+
+	stub.SetConversationSearchFault(oh.SearchOK)
+	playRun(t, live, 1)
+	resumed := h2.waitTypes(live.ID(), "state.delta", "run.finished")
+	assert.Equal(t, h1.session(live.ID())[0].Source, resumed[0].Source, "the same session")
+	assert.Zero(t, count(resumed, "session.started"))
+	ended := h2.waitTypes(deleted.ID(), "session.ended")
+	assert.Equal(t, []string{"session.ended"}, types(ended))
+	assert.Equal(t, h1.session(deleted.ID())[0].Source, ended[0].Source, "the same session ends")
+	require.Eventually(t, func() bool { return len(keysOf(rec.snapshot(), deleted.ID())) == 0 }, waitFor, tick)
+	checkStream(t, append(h1.events(), h2.events()...))
+}
+
+// TestIndexIsBucketed: each index bucket holds only the ids that hash to
+// it, so a new conversation rewrites 1/256 of the index however many
+// there are.
+func TestIndexIsBucketed(t *testing.T) {
+	mem := newMemStorage(nil)
+	j := newJournal(memClient{mem}, "h:1")
+	for i := range 1000 {
+		_, err := j.writeAhead(context.Background(), fmt.Sprintf("c%04d", i), durableState{}, []byte("batch"))
+		require.NoError(t, err)
+	}
+	data := mem.snapshot()
+	live, _ := indexOf(t, data, "h:1")
+	assert.Len(t, live, 1000)
+	for n := range indexBuckets {
+		var index journalIndex
+		require.NoError(t, json.Unmarshal(data[j.bucketKey(n)], &index))
+		for _, id := range index.IDs {
+			assert.Equal(t, n, bucketOf(id), "%s in bucket %02x", id, n)
+		}
+		assert.Less(t, len(index.IDs), 20, "bucket %02x holds about 1000/256 ids", n)
+	}
+	assert.NotContains(t, data, j.legacyIndexKey())
+}
+
+// TestSingleIndexIsSplitAtStart: the single index of an older release is
+// read at start and split into buckets: its conversations resume.
+func TestSingleIndexIsSplitAtStart(t *testing.T) {
+	stub, conv, mem, h1 := runOnStorage(t, socketSession, 1)
+	data := mem.snapshot()
+	live, _ := indexOf(t, data, stub.Addr())
+	require.Equal(t, []string{conv.ID()}, live)
+	prefix := "openhands/" + stub.Addr() + "/"
+	for key := range data {
+		if strings.HasPrefix(key, prefix+"conversations/") {
+			delete(data, key)
+		}
+	}
+	data[prefix+"conversations"] = fmt.Appendf(nil, `{"v":1,"ids":[%q]}`, conv.ID())
+
+	rec := newRecordingStorage(data)
+	h2 := startHarnessWith(t, storageConfig(socketSession, stub), rec.extensions())
+	playRun(t, conv, 1)
+	resumed := h2.waitTypes(conv.ID(), "state.delta", "run.finished")
+	assert.Equal(t, h1.session(conv.ID())[0].Source, resumed[0].Source, "the same session")
+	assert.Zero(t, count(resumed, "session.started"))
+	upgraded := rec.snapshot()
+	assert.NotContains(t, upgraded, prefix+"conversations", "the single index is gone")
+	live, _ = indexOf(t, upgraded, stub.Addr())
+	assert.Equal(t, []string{conv.ID()}, live)
+}
