@@ -546,11 +546,20 @@ func (l *live) assertOTLP(t *testing.T, r *receiverUnderTest) {
 		slices.Sort(out)
 		return slices.Compact(out)
 	}
-	var relayed []*aep.Event
-	for _, rec := range r.relay.Events() {
-		relayed = append(relayed, rec.Event)
+	// The two exporters deliver on their own schedules: an event emitted
+	// late (a reconnect's snapshot) may reach one before the other, so
+	// they are compared once they agree or the wait runs out.
+	var relayed, logged []*aep.Event
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		relayed = relayed[:0]
+		for _, rec := range r.relay.Events() {
+			relayed = append(relayed, rec.Event)
+		}
+		logged = sink.events(r.label())
+		if slices.Equal(ids(relayed), ids(logged)) || time.Now().After(deadline) {
+			break
+		}
 	}
-	logged := sink.events(r.label())
 	for _, ev := range logged {
 		require.NoError(t, schema.Validate(ev), "OTLP record %s %s", ev.Type, ev.ID)
 	}
