@@ -265,7 +265,7 @@ func (m *measure) idle(ctx context.Context, n int) (idleRow, error) {
 		if err != nil {
 			return 0, 0, err
 		}
-		rss, err := rssBytes(m.r.ours.pid())
+		rss, err := rssBytes(m.r.ours.Pid())
 		return heap, rss, err
 	}
 	if row.heapBefore, row.rssBefore, err = settle(); err != nil {

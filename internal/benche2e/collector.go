@@ -158,7 +158,7 @@ func awaitListening(ctx context.Context, p *proc, addr string) error {
 			return nil
 		}
 		select {
-		case <-p.exited:
+		case <-p.Exited():
 			return fmt.Errorf("%s exited while starting (see %s)", p.name, p.stderr.Name())
 		case <-ctx.Done():
 			return fmt.Errorf("%s not listening on %s: %w", p.name, addr, ctx.Err())

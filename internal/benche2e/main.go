@@ -263,7 +263,7 @@ func (r *rig) awaitAttached(ctx context.Context, ids []string, bound time.Durati
 			return err
 		}
 		select {
-		case <-r.ours.exited:
+		case <-r.ours.Exited():
 			return fmt.Errorf("our collector exited (see %s)", r.ours.stderr.Name())
 		case <-ctx.Done():
 			return ctx.Err()
@@ -297,7 +297,7 @@ func awaitHTTP(ctx context.Context, p *proc, url string) error {
 			}
 		}
 		select {
-		case <-p.exited:
+		case <-p.Exited():
 			return fmt.Errorf("%s exited while starting (see %s)", p.name, p.stderr.Name())
 		case <-ctx.Done():
 			return ctx.Err()

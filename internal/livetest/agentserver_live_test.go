@@ -16,9 +16,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/childproc"
 )
 
 // agentServer is the real openhands-agent-server, a child process in its
@@ -28,8 +29,7 @@ type agentServer struct {
 	python string
 	dir    string // state, workspace, home and log live here
 	url    string
-	cmd    *exec.Cmd
-	exited chan struct{}
+	proc   *childproc.Process // nil when stopped
 	client *http.Client
 }
 
@@ -83,21 +83,16 @@ func (s *agentServer) start() error {
 		"LITELLM_LOCAL_MODEL_COST_MAP=True",
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
+	s.proc, err = childproc.Start(cmd, childproc.InGroup())
+	logf.Close() // the server has its own descriptor
+	if err != nil {
 		return fmt.Errorf("start agent server: %w", err)
 	}
-	s.cmd, s.exited, s.url = cmd, make(chan struct{}), fmt.Sprintf("http://127.0.0.1:%d", port)
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(s.exited)
-	}()
+	s.url = fmt.Sprintf("http://127.0.0.1:%d", port)
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
-		case <-s.exited:
+		case <-s.proc.Exited():
 			return fmt.Errorf("agent server exited while starting; log:\n%s", s.logTail())
 		default:
 		}
@@ -112,23 +107,16 @@ func (s *agentServer) start() error {
 	return fmt.Errorf("agent server not ready after 90s; log:\n%s", s.logTail())
 }
 
-// stop ends the process group: SIGTERM, then SIGKILL after 20 s.
+// stop ends the process group, tool subprocesses included: SIGTERM, then
+// SIGKILL after 20 s.
 func (s *agentServer) stop() {
-	if s.cmd == nil {
+	if s.proc == nil {
 		return
 	}
-	pgid := s.cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(20 * time.Second):
-		s.tb.Logf("agent server ignored SIGTERM for 20s; killing it")
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-s.exited
+	if s.proc.Stop(20 * time.Second) {
+		s.tb.Logf("agent server ignored SIGTERM for 20s; killed it")
 	}
-	// Tool subprocesses left in the group go too.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	s.cmd = nil
+	s.proc = nil
 }
 
 // restart stops the server and starts it again on the same state.

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/childproc"
 )
 
 // collectorConfig renders one collector: a receiver, a relay exporter and a
@@ -53,9 +53,8 @@ const relayToken = "live-relay-token"
 
 // collectorProcess is the built distribution, a child process.
 type collectorProcess struct {
-	cmd    *exec.Cmd
-	log    string
-	exited chan struct{}
+	*childproc.Process
+	log string
 }
 
 func startCollectorProcess(tb testing.TB, bin, config string) *collectorProcess {
@@ -73,40 +72,18 @@ func startCollectorProcess(tb testing.TB, bin, config string) *collectorProcess 
 	cmd := exec.Command(bin, "--config", cfgPath)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		tb.Fatalf("start collector %s: %v", bin, err)
+	proc, err := childproc.Start(cmd, childproc.InGroup())
+	logf.Close() // the collector has its own descriptor
+	if err != nil {
+		tb.Fatal(err)
 	}
-	p := &collectorProcess{cmd: cmd, log: logPath, exited: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(p.exited)
-	}()
-	tb.Cleanup(func() { p.stop(tb) })
-	return p
-}
-
-// stop asks for a graceful shutdown and kills after 20 s.
-func (p *collectorProcess) stop(tb testing.TB) {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(20 * time.Second):
-		tb.Errorf("collector ignored SIGTERM for 20s; killing it")
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.exited
-	}
-}
-
-func (p *collectorProcess) running() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
+	tb.Cleanup(func() {
+		// A graceful shutdown, killed after 20 s.
+		if proc.Stop(20 * time.Second) {
+			tb.Errorf("collector ignored SIGTERM for 20s; killed it")
+		}
+	})
+	return &collectorProcess{Process: proc, log: logPath}
 }
 
 func (p *collectorProcess) logText() string {

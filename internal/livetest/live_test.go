@@ -108,7 +108,7 @@ func TestLive(t *testing.T) {
 	t.Logf("phase 2 (restart mid-run) took %s", time.Since(phase2).Round(time.Second))
 
 	for _, c := range l.cols {
-		require.True(t, c.running(), "a collector exited:\n%s", tail(c.logText(), 4000))
+		require.True(t, c.Running(), "a collector exited:\n%s", tail(c.logText(), 4000))
 	}
 	l.assertAll(ctx)
 	if dir := os.Getenv("LIVE_RECORD"); dir != "" && !t.Failed() {
