@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/childproc"
 )
 
 // warmup is the load before the first measurement: JIT-free Go still has
@@ -65,7 +67,7 @@ func runBench(ctx context.Context, o options) error {
 		return err
 	}
 	defer sink.close()
-	otlpAddr, err := freeAddr()
+	otlpAddr, err := childproc.FreeAddr()
 	if err != nil {
 		return err
 	}

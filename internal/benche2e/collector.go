@@ -139,16 +139,6 @@ func startCollector(name, dir, bin, config string) (*proc, error) {
 	return startProc(name, dir, []string{bin, "--config=" + path})
 }
 
-// freeAddr is a loopback address nothing listens on right now.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 // awaitListening waits until addr accepts connections or p exits.
 func awaitListening(ctx context.Context, p *proc, addr string) error {
 	for {

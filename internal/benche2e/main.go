@@ -44,6 +44,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/childproc"
 )
 
 const (
@@ -177,7 +179,7 @@ func startRig(ctx context.Context, o options, storage bool, rs *receiverStorage)
 		r.close()
 		return nil, nil, err
 	}
-	relayAddr, err := freeAddr()
+	relayAddr, err := childproc.FreeAddr()
 	if err != nil {
 		return fail(err)
 	}
@@ -214,10 +216,10 @@ func startRig(ctx context.Context, o options, storage bool, rs *receiverStorage)
 			return fail(err)
 		}
 	}
-	if r.pprofAddr, err = freeAddr(); err != nil {
+	if r.pprofAddr, err = childproc.FreeAddr(); err != nil {
 		return fail(err)
 	}
-	if r.metricsAddr, err = freeAddr(); err != nil {
+	if r.metricsAddr, err = childproc.FreeAddr(); err != nil {
 		return fail(err)
 	}
 	if storage {

@@ -1,10 +1,12 @@
 // Package childproc runs the processes the test harnesses drive (the built
 // collector, the real agent server, the stubs of the benchmark): start,
 // wait in the background, stop with SIGTERM and SIGKILL after a grace.
+// It also hands out loopback addresses for such a child to listen on.
 package childproc
 
 import (
 	"fmt"
+	"net"
 	"os/exec"
 	"syscall"
 	"time"
@@ -113,4 +115,15 @@ func (p *Process) signal(sig syscall.Signal) error {
 		return syscall.Kill(-p.cmd.Process.Pid, sig)
 	}
 	return p.cmd.Process.Signal(sig)
+}
+
+// FreeAddr is a loopback address (host:port) nothing listens on right now,
+// for a child to listen on.
+func FreeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("free loopback port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }

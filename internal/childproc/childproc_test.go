@@ -2,6 +2,7 @@ package childproc
 
 import (
 	"bufio"
+	"net"
 	"os/exec"
 	"testing"
 	"time"
@@ -66,4 +67,16 @@ func TestKill(t *testing.T) {
 	if err := p.Kill(); err == nil {
 		t.Error("killing an exited child is no error")
 	}
+}
+
+func TestFreeAddr(t *testing.T) {
+	addr, err := FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("cannot listen on %s: %v", addr, err)
+	}
+	ln.Close()
 }

@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -50,17 +49,12 @@ func startAgentServer(tb testing.TB, python string) *agentServer {
 	return s
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 func (s *agentServer) start() error {
-	port, err := freePort()
+	addr, err := childproc.FreeAddr()
+	if err != nil {
+		return err
+	}
+	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return err
 	}
@@ -68,7 +62,7 @@ func (s *agentServer) start() error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(s.python, "-m", "openhands.agent_server", "--host", "127.0.0.1", "--port", strconv.Itoa(port))
+	cmd := exec.Command(s.python, "-m", "openhands.agent_server", "--host", "127.0.0.1", "--port", port)
 	cmd.Dir = filepath.Join(s.dir, "cwd")
 	cmd.Env = []string{
 		"PATH=" + os.Getenv("PATH"),
@@ -88,7 +82,7 @@ func (s *agentServer) start() error {
 	if err != nil {
 		return fmt.Errorf("start agent server: %w", err)
 	}
-	s.url = fmt.Sprintf("http://127.0.0.1:%d", port)
+	s.url = "http://" + addr
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
