@@ -76,7 +76,7 @@ func run(ctx context.Context, collectorBin, config string) (err error) {
 	}
 	defer f.Close()
 	agents, relay, traces := f.agents, f.relay, f.traces
-	prometheus, err := telemetrysink.FreeLoopbackAddr()
+	prometheus, err := childproc.FreeAddr()
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/childproc"
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrysink"
 )
@@ -45,7 +46,7 @@ func TestRunAsTraceAndMetrics(t *testing.T) {
 	traces, err := telemetrysink.StartTraces()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = traces.Close() })
-	prom, err := telemetrysink.FreeLoopbackAddr()
+	prom, err := childproc.FreeAddr()
 	require.NoError(t, err)
 	e.start(pipelineConfig{traces: traces.URL(), prometheus: prom})
 	conv := e.newConversation()

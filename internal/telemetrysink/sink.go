@@ -193,15 +193,3 @@ func (s Samples) Sum(metric string, labels ...string) (float64, bool) {
 	}
 	return sum, found
 }
-
-// FreeLoopbackAddr returns a 127.0.0.1 host:port nothing listens on, for a
-// component that takes an address rather than a listener (the prometheus
-// exporter).
-func FreeLoopbackAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	addr := l.Addr().String()
-	return addr, l.Close()
-}
