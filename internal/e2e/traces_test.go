@@ -143,13 +143,13 @@ func TestRunAsTraceAndMetrics(t *testing.T) {
 		spanIDs[sp.SpanID()] = true
 	}
 	inRun := 0
-	for _, r := range e.otlp.records() {
-		if r.record.TraceID().IsEmpty() {
+	for _, r := range e.otlp.Records() {
+		if r.Record.TraceID().IsEmpty() {
 			continue
 		}
 		inRun++
-		assert.Equal(t, run.TraceID(), r.record.TraceID())
-		assert.True(t, spanIDs[r.record.SpanID()], "a record's span is one of the trace's")
+		assert.Equal(t, run.TraceID(), r.Record.TraceID())
+		assert.True(t, spanIDs[r.Record.SpanID()], "a record's span is one of the trace's")
 	}
 	assert.Equal(t, countRunEvents(events), inRun, "every event of the run carries the trace")
 

@@ -4,9 +4,6 @@ package livetest
 
 import (
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,11 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/childproc"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrysink"
 )
 
 // collectorConfig renders one collector: a receiver, a relay exporter and a
@@ -94,34 +92,27 @@ func (p *collectorProcess) logText() string {
 // otlpSink keeps the AEP events of every OTLP/HTTP logs export, by the
 // openhands.server.name of their resource (the receiver's label).
 type otlpSink struct {
-	srv *httptest.Server
+	*telemetrysink.Logs
 
 	mu       sync.Mutex
 	byServer map[string][]*aep.Event
-	errs     []string
+	errs     []string // records that are no AEP event
 }
 
 func startOTLPSink(tb testing.TB) *otlpSink {
 	s := &otlpSink{byServer: map[string][]*aep.Event{}}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	tb.Cleanup(s.srv.Close)
+	var err error
+	if s.Logs, err = telemetrysink.StartLogs(s.consume); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = s.Close() })
 	return s
 }
 
-func (s *otlpSink) serve(w http.ResponseWriter, r *http.Request) {
-	raw, err := io.ReadAll(r.Body)
-	req := plogotlp.NewExportRequest()
-	if err == nil {
-		err = req.UnmarshalProto(raw)
-	}
+func (s *otlpSink) consume(ld plog.Logs) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err != nil {
-		s.errs = append(s.errs, err.Error())
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	for _, rl := range req.Logs().ResourceLogs().All() {
+	for _, rl := range ld.ResourceLogs().All() {
 		name, _ := rl.Resource().Attributes().Get("openhands.server.name")
 		for _, sl := range rl.ScopeLogs().All() {
 			for _, lr := range sl.LogRecords().All() {
@@ -134,9 +125,6 @@ func (s *otlpSink) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	out, _ := plogotlp.NewExportResponse().MarshalProto()
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
 }
 
 func (s *otlpSink) events(label string) []*aep.Event {
@@ -145,8 +133,9 @@ func (s *otlpSink) events(label string) []*aep.Event {
 	return append([]*aep.Event(nil), s.byServer[label]...)
 }
 
+// errors are the refused exports and the records that are no AEP event.
 func (s *otlpSink) errors() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]string(nil), s.errs...)
+	return append(s.Refused(), s.errs...)
 }

@@ -150,7 +150,7 @@ func startLive(t *testing.T, modes []string) *live {
 		}
 		sink := startOTLPSink(t)
 		l.sinks[mode] = sink
-		l.cols = append(l.cols, startCollectorProcess(t, bin, collectorConfig(mode, fronts, relays, sink.srv.URL)))
+		l.cols = append(l.cols, startCollectorProcess(t, bin, collectorConfig(mode, fronts, relays, sink.URL())))
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
