@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/childproc"
 )
 
 // warmup is the load before the first measurement: JIT-free Go still has
@@ -60,16 +62,16 @@ func runBench(ctx context.Context, o options) error {
 	if line, err := floor.readLine(ctx); err != nil || line != "ready" {
 		return fmt.Errorf("floor did not start: %q %v", line, err)
 	}
-	sink, err := startOTLPSink()
+	sink, sinkRec, err := startOTLPSink()
 	if err != nil {
 		return err
 	}
-	defer sink.close()
-	otlpAddr, err := freeAddr()
+	defer sink.Close()
+	otlpAddr, err := childproc.FreeAddr()
 	if err != nil {
 		return err
 	}
-	plain, err := startCollector("plain", r.dir, o.collector, plainConfig(otlpAddr, sink.url, o.batchTimeout))
+	plain, err := startCollector("plain", r.dir, o.collector, plainConfig(otlpAddr, sink.URL(), o.batchTimeout))
 	if err != nil {
 		return err
 	}
@@ -77,7 +79,7 @@ func runBench(ctx context.Context, o options) error {
 	if err := awaitListening(ctx, plain, otlpAddr); err != nil {
 		return err
 	}
-	m := &measure{r: r, floor: floor, sink: sink, otlpURL: "http://" + otlpAddr + "/v1/logs",
+	m := &measure{r: r, floor: floor, sink: sinkRec, otlpURL: "http://" + otlpAddr + "/v1/logs",
 		procs: map[string]*proc{"ours": r.ours, "floor": floor, "plain": plain, "stub": r.stub, "relay": r.relay}}
 
 	say("warming up for %s", warmup)
@@ -132,7 +134,7 @@ func runBench(ctx context.Context, o options) error {
 type measure struct {
 	r       *rig
 	floor   *proc
-	sink    *otlpSink
+	sink    *recorder // what the plain pipeline delivered
 	otlpURL string
 	procs   map[string]*proc
 }
@@ -160,7 +162,7 @@ func (m *measure) floorCount(ctx context.Context) (int, error) {
 // reset forgets every earlier arrival.
 func (m *measure) reset(ctx context.Context) error {
 	m.r.watch.rec.take()
-	m.sink.rec.take()
+	m.sink.take()
 	_, err := m.floorReport(ctx)
 	return err
 }
@@ -195,7 +197,7 @@ func (m *measure) rate(ctx context.Context, rate float64, d time.Duration, profi
 	if err := firstErr(
 		awaitCount(ctx, func() (int, error) { return m.r.watch.rec.count(), m.r.watch.failure() }, appended, drainFor),
 		awaitCount(ctx, func() (int, error) { return m.floorCount(ctx) }, appended, drainFor),
-		awaitCount(ctx, func() (int, error) { return m.sink.rec.count(), nil }, plainSent, drainFor),
+		awaitCount(ctx, func() (int, error) { return m.sink.count(), nil }, plainSent, drainFor),
 	); err != nil {
 		say("warning: %v", err)
 	}
@@ -208,7 +210,7 @@ func (m *measure) rate(ctx context.Context, rate float64, d time.Duration, profi
 		row.confirmMS = 1000 * (sum1 - sum0) / row.batches
 	}
 	row.ours = m.r.watch.rec.take()
-	row.plain = m.sink.rec.take()
+	row.plain = m.sink.take()
 	row.floor, err = m.floorReport(ctx)
 	return row, err
 }
@@ -265,7 +267,7 @@ func (m *measure) idle(ctx context.Context, n int) (idleRow, error) {
 		if err != nil {
 			return 0, 0, err
 		}
-		rss, err := rssBytes(m.r.ours.pid())
+		rss, err := rssBytes(m.r.ours.Pid())
 		return heap, rss, err
 	}
 	if row.heapBefore, row.rssBefore, err = settle(); err != nil {

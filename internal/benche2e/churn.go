@@ -149,7 +149,7 @@ func (r *rig) restartOnLive(ctx context.Context, o options, rs *receiverStorage,
 // printFootprint ends a table row with our collector's RSS, Go heap and
 // storage size.
 func (r *rig) printFootprint(ctx context.Context) error {
-	rss, err := rssBytes(r.ours.pid())
+	rss, err := rssBytes(r.ours.Pid())
 	if err != nil {
 		return err
 	}
@@ -195,7 +195,7 @@ func (r *rig) deleteConversations(ctx context.Context, ids []string) error {
 func (r *rig) awaitMarked(ctx context.Context, typ string, ids []string) error {
 	err := awaitCount(ctx, func() (int, error) {
 		select {
-		case <-r.ours.exited:
+		case <-r.ours.Exited():
 			return 0, fmt.Errorf("our collector exited (see %s)", r.ours.stderr.Name())
 		default:
 		}

@@ -139,16 +139,6 @@ func startCollector(name, dir, bin, config string) (*proc, error) {
 	return startProc(name, dir, []string{bin, "--config=" + path})
 }
 
-// freeAddr is a loopback address nothing listens on right now.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 // awaitListening waits until addr accepts connections or p exits.
 func awaitListening(ctx context.Context, p *proc, addr string) error {
 	for {
@@ -158,7 +148,7 @@ func awaitListening(ctx context.Context, p *proc, addr string) error {
 			return nil
 		}
 		select {
-		case <-p.exited:
+		case <-p.Exited():
 			return fmt.Errorf("%s exited while starting (see %s)", p.name, p.stderr.Name())
 		case <-ctx.Done():
 			return fmt.Errorf("%s not listening on %s: %w", p.name, addr, ctx.Err())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/childproc"
 )
 
 // diskSessions is how many sessions the disk load spreads its events over.
@@ -116,7 +117,7 @@ func runDisk(ctx context.Context, o options, dir string) ([]diskRow, error) {
 
 func measureDisk(ctx context.Context, o options, dir, fsync string) (diskRow, error) {
 	row := diskRow{fsync: fsync}
-	addr, err := freeAddr()
+	addr, err := childproc.FreeAddr()
 	if err != nil {
 		return row, err
 	}

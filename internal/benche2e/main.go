@@ -44,6 +44,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/childproc"
 )
 
 const (
@@ -177,7 +179,7 @@ func startRig(ctx context.Context, o options, storage bool, rs *receiverStorage)
 		r.close()
 		return nil, nil, err
 	}
-	relayAddr, err := freeAddr()
+	relayAddr, err := childproc.FreeAddr()
 	if err != nil {
 		return fail(err)
 	}
@@ -214,10 +216,10 @@ func startRig(ctx context.Context, o options, storage bool, rs *receiverStorage)
 			return fail(err)
 		}
 	}
-	if r.pprofAddr, err = freeAddr(); err != nil {
+	if r.pprofAddr, err = childproc.FreeAddr(); err != nil {
 		return fail(err)
 	}
-	if r.metricsAddr, err = freeAddr(); err != nil {
+	if r.metricsAddr, err = childproc.FreeAddr(); err != nil {
 		return fail(err)
 	}
 	if storage {
@@ -263,7 +265,7 @@ func (r *rig) awaitAttached(ctx context.Context, ids []string, bound time.Durati
 			return err
 		}
 		select {
-		case <-r.ours.exited:
+		case <-r.ours.Exited():
 			return fmt.Errorf("our collector exited (see %s)", r.ours.stderr.Name())
 		case <-ctx.Done():
 			return ctx.Err()
@@ -297,7 +299,7 @@ func awaitHTTP(ctx context.Context, p *proc, url string) error {
 			}
 		}
 		select {
-		case <-p.exited:
+		case <-p.Exited():
 			return fmt.Errorf("%s exited while starting (see %s)", p.name, p.stderr.Name())
 		case <-ctx.Done():
 			return ctx.Err()

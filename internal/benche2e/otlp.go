@@ -2,17 +2,17 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrysink"
 )
 
 // otlpEvery is how often the OTLP load sends what is due: the plain
@@ -20,59 +20,22 @@ import (
 // records, about what our receiver reads per conversation socket.
 const otlpEvery = 10 * time.Millisecond
 
-// otlpSink is the plain pipeline's otlp_http destination: it decodes every
-// request and times each record from its timestamp, the moment it was
-// generated.
-type otlpSink struct {
-	rec *recorder
-	srv *http.Server
-	url string
-}
-
-func startOTLPSink() (*otlpSink, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	s := &otlpSink{rec: &recorder{}, url: "http://" + ln.Addr().String()}
-	ok, err := plogotlp.NewExportResponse().MarshalProto()
-	if err != nil {
-		return nil, err
-	}
-	s.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var in io.Reader = r.Body
-		if r.Header.Get("Content-Encoding") == "gzip" { // otlp_http's default
-			zr, err := gzip.NewReader(r.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			in = zr
-		}
-		body, err := io.ReadAll(in)
-		req := plogotlp.NewExportRequest()
-		if err == nil {
-			err = req.UnmarshalProto(body)
-		}
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		for _, rl := range req.Logs().ResourceLogs().All() {
+// startOTLPSink is the plain pipeline's otlp_http destination: it times
+// each record from its timestamp, the moment it was generated, as the
+// export arrives.
+func startOTLPSink() (*telemetrysink.Logs, *recorder, error) {
+	rec := &recorder{}
+	sink, err := telemetrysink.StartLogs(func(ld plog.Logs) {
+		for _, rl := range ld.ResourceLogs().All() {
 			for _, sl := range rl.ScopeLogs().All() {
 				for _, lr := range sl.LogRecords().All() {
-					s.rec.add(lr.Timestamp().AsTime())
+					rec.add(lr.Timestamp().AsTime())
 				}
 			}
 		}
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		_, _ = w.Write(ok)
-	})}
-	go func() { _ = s.srv.Serve(ln) }()
-	return s, nil
+	})
+	return sink, rec, err
 }
-
-func (s *otlpSink) close() { _ = s.srv.Close() }
 
 // loadOTLP posts log records made by records (n of them, numbered from
 // first) to endpoint at rate per second for d, and returns how many it

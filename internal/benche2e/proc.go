@@ -11,8 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/childproc"
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat
@@ -23,12 +24,11 @@ const clockTicks = 100
 // floor. Its stdin and stdout carry the line protocols of ohstub and the
 // floor; stderr is kept in a file so that a failure can be read.
 type proc struct {
+	*childproc.Process
 	name   string
-	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan string // stdout, line by line
 	stderr *os.File
-	exited chan struct{}
 	mu     sync.Mutex // one command at a time
 }
 
@@ -40,7 +40,6 @@ func startProc(name, dir string, args []string, env ...string) (*proc, error) {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -49,10 +48,11 @@ func startProc(name, dir string, args []string, env ...string) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	child, err := childproc.Start(cmd, childproc.DieWithParent())
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, stdin: stdin, lines: make(chan string, 64), stderr: stderr, exited: make(chan struct{})}
+	p := &proc{Process: child, name: name, stdin: stdin, lines: make(chan string, 64), stderr: stderr}
 	go func() {
 		scanner := bufio.NewScanner(stdout)
 		scanner.Buffer(nil, 64<<20)
@@ -61,14 +61,8 @@ func startProc(name, dir string, args []string, env ...string) (*proc, error) {
 		}
 		close(p.lines)
 	}()
-	go func() {
-		_ = cmd.Wait()
-		close(p.exited)
-	}()
 	return p, nil
 }
-
-func (p *proc) pid() int { return p.cmd.Process.Pid }
 
 // readLine waits for the next stdout line.
 func (p *proc) readLine(ctx context.Context) (string, error) {
@@ -104,13 +98,7 @@ func (p *proc) ask(ctx context.Context, command string) (string, error) {
 // stop ends the process: SIGTERM, then SIGKILL after grace.
 func (p *proc) stop(grace time.Duration) {
 	_ = p.stdin.Close()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(grace):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
+	p.Stop(grace)
 	_ = p.stderr.Close()
 }
 
@@ -164,7 +152,7 @@ type cpuMeter struct {
 func newCPUMeter(procs map[string]*proc) *cpuMeter {
 	m := &cpuMeter{procs: procs, before: map[string]float64{}}
 	for name, p := range procs {
-		m.before[name], _ = cpuSeconds(p.pid())
+		m.before[name], _ = cpuSeconds(p.Pid())
 	}
 	return m
 }
@@ -173,7 +161,7 @@ func newCPUMeter(procs map[string]*proc) *cpuMeter {
 func (m *cpuMeter) spent() map[string]float64 {
 	out := map[string]float64{}
 	for name, p := range m.procs {
-		now, err := cpuSeconds(p.pid())
+		now, err := cpuSeconds(p.Pid())
 		if err == nil {
 			out[name] = now - m.before[name]
 		}

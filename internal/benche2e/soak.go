@@ -41,7 +41,7 @@ func runSoak(ctx context.Context, o options) error {
 		if err != nil {
 			return err
 		}
-		rss, err := rssBytes(r.ours.pid())
+		rss, err := rssBytes(r.ours.Pid())
 		if err != nil {
 			return err
 		}

@@ -7,9 +7,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/childproc"
 )
 
 // binaryEnv overrides where the built collector is.
@@ -102,8 +103,7 @@ service:
 // collector is one run of the built collector as a child process; its
 // log goes to a file the test prints when it fails.
 type collector struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
+	*childproc.Process
 }
 
 // startCollector runs bin on configs, each merged over the ones before.
@@ -115,47 +115,24 @@ func startCollector(t *testing.T, bin string, log *os.File, configs ...string) *
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
+	p, err := childproc.Start(cmd)
+	if err != nil {
 		t.Fatalf("start the collector: %v", err)
 	}
-	c := &collector{cmd: cmd, exited: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		close(c.exited)
-	}()
-	return c
+	return &collector{p}
 }
 
 // kill9 kills the collector with SIGKILL, as an OOM kill or a node loss
 // would, and waits until it is gone.
 func (c *collector) kill9(t *testing.T) {
 	t.Helper()
-	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatalf("kill -9 the collector: %v", err)
+	if err := c.Kill(); err != nil {
+		t.Fatal(err)
 	}
-	<-c.exited
 }
 
 // stop asks the collector to shut down and waits, bounded, for it.
-func (c *collector) stop() {
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.exited:
-	case <-time.After(15 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-c.exited
-	}
-}
-
-// running reports whether the process is still alive.
-func (c *collector) running() bool {
-	select {
-	case <-c.exited:
-		return false
-	default:
-		return true
-	}
-}
+func (c *collector) stop() { c.Stop(15 * time.Second) }
 
 // logTail is the end of the collector's log file.
 func logTail(path string, lines int) string {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/stream"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aeprelaytest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/childproc"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/vendorexport"
 )
 
@@ -72,12 +72,11 @@ service:
 // freeAddr is a loopback address nothing listens on right now.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := childproc.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // postOTLP sends ld to the otlp receiver's HTTP endpoint as protobuf or

@@ -154,7 +154,7 @@ func killAndRestart(t *testing.T, bin string, setup setup) {
 	col := startCollector(t, bin, logFile, config)
 	defer func() { col.stop() }()
 	restart := func() {
-		if !col.running() {
+		if !col.Running() {
 			t.Fatalf("the collector exited on its own:\n%s", logTail(logPath, 30))
 		}
 		col.kill9(t)

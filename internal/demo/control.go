@@ -202,8 +202,8 @@ func (d *controlDemo) wait(what string, match func(*aep.Event) bool) (*aep.Event
 		select {
 		case <-d.ctx.Done():
 			return nil, fmt.Errorf("waiting for %s: %w", what, d.ctx.Err())
-		case <-d.col.exited:
-			return nil, fmt.Errorf("waiting for %s: the collector exited: %v", what, d.col.exitErr)
+		case <-d.col.Exited():
+			return nil, fmt.Errorf("waiting for %s: the collector exited: %v", what, d.col.ExitErr())
 		case <-t.C:
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aeprelaytest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/childproc"
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrysink"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/vendorexport"
@@ -58,7 +59,7 @@ func runFleet(ctx context.Context, collectorBin, config string) (err error) {
 	agents, relay, traces := f.agents, f.relay, f.traces
 	var prometheus, otlp, emitters string
 	for _, addr := range []*string{&prometheus, &otlp, &emitters} {
-		if *addr, err = telemetrysink.FreeLoopbackAddr(); err != nil {
+		if *addr, err = childproc.FreeAddr(); err != nil {
 			return err
 		}
 	}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aeprelaytest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/childproc"
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrysink"
 )
@@ -75,7 +76,7 @@ func run(ctx context.Context, collectorBin, config string) (err error) {
 	}
 	defer f.Close()
 	agents, relay, traces := f.agents, f.relay, f.traces
-	prometheus, err := telemetrysink.FreeLoopbackAddr()
+	prometheus, err := childproc.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -171,8 +172,8 @@ func (w *relayWatch) waitFor(what string, cond func() bool) error {
 		select {
 		case <-w.ctx.Done():
 			return fmt.Errorf("waiting for %s: %w", what, w.ctx.Err())
-		case <-w.col.exited:
-			return fmt.Errorf("waiting for %s: the collector exited: %v", what, w.col.exitErr)
+		case <-w.col.Exited():
+			return fmt.Errorf("waiting for %s: the collector exited: %v", what, w.col.ExitErr())
 		case <-t.C:
 		}
 	}
@@ -269,9 +270,7 @@ func say(format string, args ...any) {
 // collectorProcess is the built distribution running as a child process,
 // its output in a log file so that it never interleaves with the event lines.
 type collectorProcess struct {
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed when the process has exited
-	exitErr error         // why; read after exited
+	*childproc.Process
 	logPath string
 }
 
@@ -293,15 +292,11 @@ func startCollector(bin, config, agentServer, relay, traces, prometheus string, 
 		"DEMO_TRACES="+traces, "DEMO_PROMETHEUS="+prometheus)
 	cmd.Env = append(cmd.Env, extraEnv...)
 	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
+	p, err := childproc.Start(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("start collector: %w", err)
 	}
-	p := &collectorProcess{cmd: cmd, exited: make(chan struct{}), logPath: log.Name()}
-	go func() {
-		p.exitErr = cmd.Wait()
-		close(p.exited)
-	}()
-	return p, nil
+	return &collectorProcess{Process: p, logPath: log.Name()}, nil
 }
 
 // showLog prints the collector's log, trimmed, after a failure.
@@ -342,18 +337,7 @@ func (p *collectorProcess) finish(err *error) {
 	if *err != nil {
 		p.showLog()
 	}
-	p.stop()
-}
-
-// stop asks the collector to shut down and waits for it.
-func (p *collectorProcess) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(15 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
+	p.Stop(15 * time.Second)
 }
 
 // fixtures are what every scenario plays between: the simulated agent

@@ -14,6 +14,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aeprelaytest"
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrysink"
 )
 
 // env is one pipeline under test with its three ends: the stub agent
@@ -22,7 +23,7 @@ type env struct {
 	t     *testing.T
 	stub  *oh.Server
 	relay *aeprelaytest.Relay
-	otlp  *otlpSink
+	otlp  *telemetrysink.Logs
 }
 
 // newEnv starts the stub, the relay and the sink; start starts the
@@ -70,8 +71,8 @@ func (e *env) relayEvents(session string) []*aep.Event {
 func (e *env) otlpEvents(session string) []*aep.Event {
 	e.t.Helper()
 	var out []*aep.Event
-	for _, r := range e.otlp.records() {
-		ev, err := projection.FromLogRecord(r.record, r.resource)
+	for _, r := range e.otlp.Records() {
+		ev, err := projection.FromLogRecord(r.Record, r.Resource)
 		require.NoError(e.t, err, "an OTLP record is not an AEP event")
 		if ev.Session == session {
 			out = append(out, ev)
@@ -342,15 +343,15 @@ func (e *env) relayKeys() map[eventKey]int {
 
 func (e *env) otlpKeys() map[eventKey]int {
 	keys := map[eventKey]int{}
-	for _, r := range e.otlp.records() {
-		keys[r.key()]++
+	for _, r := range e.otlp.Records() {
+		keys[otlpKey(r)]++
 	}
 	return keys
 }
 
-// key names the event an OTLP record carries.
-func (r otlpRecord) key() eventKey {
-	attrs := r.record.Attributes()
+// otlpKey names the event an OTLP record carries.
+func otlpKey(r telemetrysink.LogRecord) eventKey {
+	attrs := r.Record.Attributes()
 	source, _ := attrs.Get(projection.AttrSource)
 	id, _ := attrs.Get(projection.AttrEventID)
 	return eventKey{source.AsString(), id.AsString()}
@@ -378,10 +379,10 @@ func (e *env) assertOTLPMatchesRelay() {
 	for _, rec := range e.relay.Events() {
 		relayed[eventKey{rec.Event.Source, rec.Event.ID}] = rec.Event
 	}
-	assert.Empty(t, e.otlp.refusals(), "the sink refused exports")
-	for _, r := range e.otlp.records() {
-		ev := relayed[r.key()]
-		if !assert.NotNil(t, ev, "OTLP record %v has no counterpart at the relay", r.key()) {
+	assert.Empty(t, e.otlp.Refused(), "the sink refused exports")
+	for _, r := range e.otlp.Records() {
+		ev := relayed[otlpKey(r)]
+		if !assert.NotNil(t, ev, "OTLP record %v has no counterpart at the relay", otlpKey(r)) {
 			continue
 		}
 		assertProjected(t, r, ev)
@@ -392,9 +393,9 @@ func (e *env) assertOTLPMatchesRelay() {
 }
 
 // assertProjected checks one OTLP record against the event the relay got.
-func assertProjected(t *testing.T, r otlpRecord, ev *aep.Event) {
+func assertProjected(t *testing.T, r telemetrysink.LogRecord, ev *aep.Event) {
 	t.Helper()
-	lr := r.record
+	lr := r.Record
 	attrs := lr.Attributes()
 	str := func(key string) string {
 		v, ok := attrs.Get(key)
@@ -420,10 +421,10 @@ func assertProjected(t *testing.T, r otlpRecord, ev *aep.Event) {
 	severity := otelSeverity[ev.EffectiveSeverity()]
 	assert.Equal(t, severity.text, lr.SeverityText(), ev.ID)
 	assert.Equal(t, severity.number, int32(lr.SeverityNumber()), ev.ID)
-	serviceName, _ := r.resource.Attributes().Get(projection.AttrServiceName)
+	serviceName, _ := r.Resource.Attributes().Get(projection.AttrServiceName)
 	assert.Equal(t, ev.Agent, serviceName.AsString(), ev.ID)
 
-	rebuilt, err := projection.FromLogRecord(lr, r.resource)
+	rebuilt, err := projection.FromLogRecord(lr, r.Resource)
 	if !assert.NoError(t, err, ev.ID) {
 		return
 	}

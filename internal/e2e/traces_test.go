@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/childproc"
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrysink"
 )
@@ -45,7 +46,7 @@ func TestRunAsTraceAndMetrics(t *testing.T) {
 	traces, err := telemetrysink.StartTraces()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = traces.Close() })
-	prom, err := telemetrysink.FreeLoopbackAddr()
+	prom, err := childproc.FreeAddr()
 	require.NoError(t, err)
 	e.start(pipelineConfig{traces: traces.URL(), prometheus: prom})
 	conv := e.newConversation()
@@ -142,13 +143,13 @@ func TestRunAsTraceAndMetrics(t *testing.T) {
 		spanIDs[sp.SpanID()] = true
 	}
 	inRun := 0
-	for _, r := range e.otlp.records() {
-		if r.record.TraceID().IsEmpty() {
+	for _, r := range e.otlp.Records() {
+		if r.Record.TraceID().IsEmpty() {
 			continue
 		}
 		inRun++
-		assert.Equal(t, run.TraceID(), r.record.TraceID())
-		assert.True(t, spanIDs[r.record.SpanID()], "a record's span is one of the trace's")
+		assert.Equal(t, run.TraceID(), r.Record.TraceID())
+		assert.True(t, spanIDs[r.Record.SpanID()], "a record's span is one of the trace's")
 	}
 	assert.Equal(t, countRunEvents(events), inRun, "every event of the run carries the trace")
 

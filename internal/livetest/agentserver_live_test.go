@@ -15,10 +15,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/childproc"
 )
 
 // agentServer is the real openhands-agent-server, a child process in its
@@ -28,8 +28,7 @@ type agentServer struct {
 	python string
 	dir    string // state, workspace, home and log live here
 	url    string
-	cmd    *exec.Cmd
-	exited chan struct{}
+	proc   *childproc.Process // nil when stopped
 	client *http.Client
 }
 
@@ -50,17 +49,12 @@ func startAgentServer(tb testing.TB, python string) *agentServer {
 	return s
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 func (s *agentServer) start() error {
-	port, err := freePort()
+	addr, err := childproc.FreeAddr()
+	if err != nil {
+		return err
+	}
+	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return err
 	}
@@ -68,7 +62,7 @@ func (s *agentServer) start() error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(s.python, "-m", "openhands.agent_server", "--host", "127.0.0.1", "--port", strconv.Itoa(port))
+	cmd := exec.Command(s.python, "-m", "openhands.agent_server", "--host", "127.0.0.1", "--port", port)
 	cmd.Dir = filepath.Join(s.dir, "cwd")
 	cmd.Env = []string{
 		"PATH=" + os.Getenv("PATH"),
@@ -83,21 +77,16 @@ func (s *agentServer) start() error {
 		"LITELLM_LOCAL_MODEL_COST_MAP=True",
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
+	s.proc, err = childproc.Start(cmd, childproc.InGroup())
+	logf.Close() // the server has its own descriptor
+	if err != nil {
 		return fmt.Errorf("start agent server: %w", err)
 	}
-	s.cmd, s.exited, s.url = cmd, make(chan struct{}), fmt.Sprintf("http://127.0.0.1:%d", port)
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(s.exited)
-	}()
+	s.url = "http://" + addr
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
-		case <-s.exited:
+		case <-s.proc.Exited():
 			return fmt.Errorf("agent server exited while starting; log:\n%s", s.logTail())
 		default:
 		}
@@ -112,23 +101,16 @@ func (s *agentServer) start() error {
 	return fmt.Errorf("agent server not ready after 90s; log:\n%s", s.logTail())
 }
 
-// stop ends the process group: SIGTERM, then SIGKILL after 20 s.
+// stop ends the process group, tool subprocesses included: SIGTERM, then
+// SIGKILL after 20 s.
 func (s *agentServer) stop() {
-	if s.cmd == nil {
+	if s.proc == nil {
 		return
 	}
-	pgid := s.cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(20 * time.Second):
-		s.tb.Logf("agent server ignored SIGTERM for 20s; killing it")
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-s.exited
+	if s.proc.Stop(20 * time.Second) {
+		s.tb.Logf("agent server ignored SIGTERM for 20s; killed it")
 	}
-	// Tool subprocesses left in the group go too.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	s.cmd = nil
+	s.proc = nil
 }
 
 // restart stops the server and starts it again on the same state.

@@ -4,22 +4,20 @@ package livetest
 
 import (
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/childproc"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrysink"
 )
 
 // collectorConfig renders one collector: a receiver, a relay exporter and a
@@ -53,9 +51,8 @@ const relayToken = "live-relay-token"
 
 // collectorProcess is the built distribution, a child process.
 type collectorProcess struct {
-	cmd    *exec.Cmd
-	log    string
-	exited chan struct{}
+	*childproc.Process
+	log string
 }
 
 func startCollectorProcess(tb testing.TB, bin, config string) *collectorProcess {
@@ -73,40 +70,18 @@ func startCollectorProcess(tb testing.TB, bin, config string) *collectorProcess 
 	cmd := exec.Command(bin, "--config", cfgPath)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		tb.Fatalf("start collector %s: %v", bin, err)
+	proc, err := childproc.Start(cmd, childproc.InGroup())
+	logf.Close() // the collector has its own descriptor
+	if err != nil {
+		tb.Fatal(err)
 	}
-	p := &collectorProcess{cmd: cmd, log: logPath, exited: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(p.exited)
-	}()
-	tb.Cleanup(func() { p.stop(tb) })
-	return p
-}
-
-// stop asks for a graceful shutdown and kills after 20 s.
-func (p *collectorProcess) stop(tb testing.TB) {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(20 * time.Second):
-		tb.Errorf("collector ignored SIGTERM for 20s; killing it")
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.exited
-	}
-}
-
-func (p *collectorProcess) running() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
+	tb.Cleanup(func() {
+		// A graceful shutdown, killed after 20 s.
+		if proc.Stop(20 * time.Second) {
+			tb.Errorf("collector ignored SIGTERM for 20s; killed it")
+		}
+	})
+	return &collectorProcess{Process: proc, log: logPath}
 }
 
 func (p *collectorProcess) logText() string {
@@ -117,34 +92,27 @@ func (p *collectorProcess) logText() string {
 // otlpSink keeps the AEP events of every OTLP/HTTP logs export, by the
 // openhands.server.name of their resource (the receiver's label).
 type otlpSink struct {
-	srv *httptest.Server
+	*telemetrysink.Logs
 
 	mu       sync.Mutex
 	byServer map[string][]*aep.Event
-	errs     []string
+	errs     []string // records that are no AEP event
 }
 
 func startOTLPSink(tb testing.TB) *otlpSink {
 	s := &otlpSink{byServer: map[string][]*aep.Event{}}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	tb.Cleanup(s.srv.Close)
+	var err error
+	if s.Logs, err = telemetrysink.StartLogs(s.consume); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = s.Close() })
 	return s
 }
 
-func (s *otlpSink) serve(w http.ResponseWriter, r *http.Request) {
-	raw, err := io.ReadAll(r.Body)
-	req := plogotlp.NewExportRequest()
-	if err == nil {
-		err = req.UnmarshalProto(raw)
-	}
+func (s *otlpSink) consume(ld plog.Logs) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err != nil {
-		s.errs = append(s.errs, err.Error())
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	for _, rl := range req.Logs().ResourceLogs().All() {
+	for _, rl := range ld.ResourceLogs().All() {
 		name, _ := rl.Resource().Attributes().Get("openhands.server.name")
 		for _, sl := range rl.ScopeLogs().All() {
 			for _, lr := range sl.LogRecords().All() {
@@ -157,9 +125,6 @@ func (s *otlpSink) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	out, _ := plogotlp.NewExportResponse().MarshalProto()
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
 }
 
 func (s *otlpSink) events(label string) []*aep.Event {
@@ -168,8 +133,9 @@ func (s *otlpSink) events(label string) []*aep.Event {
 	return append([]*aep.Event(nil), s.byServer[label]...)
 }
 
+// errors are the refused exports and the records that are no AEP event.
 func (s *otlpSink) errors() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]string(nil), s.errs...)
+	return append(s.Refused(), s.errs...)
 }

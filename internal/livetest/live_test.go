@@ -108,7 +108,7 @@ func TestLive(t *testing.T) {
 	t.Logf("phase 2 (restart mid-run) took %s", time.Since(phase2).Round(time.Second))
 
 	for _, c := range l.cols {
-		require.True(t, c.running(), "a collector exited:\n%s", tail(c.logText(), 4000))
+		require.True(t, c.Running(), "a collector exited:\n%s", tail(c.logText(), 4000))
 	}
 	l.assertAll(ctx)
 	if dir := os.Getenv("LIVE_RECORD"); dir != "" && !t.Failed() {
@@ -150,7 +150,7 @@ func startLive(t *testing.T, modes []string) *live {
 		}
 		sink := startOTLPSink(t)
 		l.sinks[mode] = sink
-		l.cols = append(l.cols, startCollectorProcess(t, bin, collectorConfig(mode, fronts, relays, sink.srv.URL)))
+		l.cols = append(l.cols, startCollectorProcess(t, bin, collectorConfig(mode, fronts, relays, sink.URL())))
 	}
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -140,7 +140,7 @@ func TestLiveTree(t *testing.T) {
 		assertReadOnly(t, r.rec.Transcript())
 	}
 	for _, c := range l.cols {
-		require.True(t, c.running(), "a collector exited:\n%s", tail(c.logText(), 4000))
+		require.True(t, c.Running(), "a collector exited:\n%s", tail(c.logText(), 4000))
 	}
 	t.Logf("the tree took %s in all", time.Since(started).Round(time.Second))
 }

@@ -1,6 +1,6 @@
-// Package telemetrysink receives what the aep connector emits, for tests
-// and the demo: an OTLP/HTTP traces endpoint on loopback that keeps every
-// span, and a reader of the prometheus exporter's text exposition.
+// Package telemetrysink receives what a collector exports, for the tests,
+// the demo and the benchmark: OTLP/HTTP traces and logs endpoints on
+// loopback, and a reader of the prometheus exporter's text exposition.
 package telemetrysink
 
 import (
@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
@@ -21,73 +22,101 @@ import (
 // maxBody bounds one export the sink accepts.
 const maxBody = 64 << 20
 
-// Traces is an OTLP/HTTP traces endpoint (protobuf, plain or gzip) on
-// 127.0.0.1.
-type Traces struct {
-	srv *http.Server
-	url string
+// endpoint is an OTLP/HTTP endpoint on 127.0.0.1 for one signal: it
+// refuses, and keeps why, what is not a protobuf export POSTed to path;
+// accept takes the body of the rest, and refuses it by returning an error.
+type endpoint struct {
+	srv      *http.Server
+	url      string
+	path     string
+	accept   func(raw []byte) error
+	response func() ([]byte, error)
 
 	mu      sync.Mutex
-	spans   []ptrace.Span
 	refused []string
+}
+
+// listen serves an endpoint on an ephemeral loopback port.
+func listen(path string, accept func(raw []byte) error, response func() ([]byte, error)) (*endpoint, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("%s sink: %w", path, err)
+	}
+	e := &endpoint{url: "http://" + l.Addr().String(), path: path, accept: accept, response: response}
+	e.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(e.serveHTTP)}
+	go func() { _ = e.srv.Serve(l) }()
+	return e, nil
+}
+
+// URL is the base URL; exporters post to URL() + "/v1/traces" or "/v1/logs".
+func (e *endpoint) URL() string { return e.url }
+
+// Close stops the endpoint.
+func (e *endpoint) Close() error { return e.srv.Close() }
+
+// Refused returns why exports were refused, if any were.
+func (e *endpoint) Refused() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.refused...)
+}
+
+func (e *endpoint) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	raw, status, err := readExport(r, e.path)
+	if err == nil {
+		if err = e.accept(raw); err != nil {
+			status = http.StatusBadRequest
+		}
+	}
+	if err != nil {
+		e.mu.Lock()
+		e.refused = append(e.refused, err.Error())
+		e.mu.Unlock()
+		http.Error(w, err.Error(), status)
+		return
+	}
+	writeResponse(w, e.response)
+}
+
+// Traces is an OTLP/HTTP traces endpoint (protobuf, plain or gzip) on
+// 127.0.0.1 that keeps every span.
+type Traces struct {
+	*endpoint
+
+	mu    sync.Mutex
+	spans []ptrace.Span
 }
 
 // StartTraces listens on an ephemeral loopback port.
 func StartTraces() (*Traces, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("traces sink: %w", err)
+	s := &Traces{}
+	var err error
+	if s.endpoint, err = listen("/v1/traces", s.accept, ptraceotlp.NewExportResponse().MarshalProto); err != nil {
+		return nil, err
 	}
-	s := &Traces{url: "http://" + l.Addr().String()}
-	s.srv = &http.Server{Handler: http.HandlerFunc(s.serveHTTP)}
-	go func() { _ = s.srv.Serve(l) }()
 	return s, nil
 }
 
-// URL is the base URL; exporters post to URL()+"/v1/traces".
-func (s *Traces) URL() string { return s.url }
-
-// Close stops the endpoint.
-func (s *Traces) Close() error { return s.srv.Close() }
-
-func (s *Traces) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	spans, status, err := decodeTraces(r)
-	if err != nil {
-		s.mu.Lock()
-		s.refused = append(s.refused, err.Error())
-		s.mu.Unlock()
-		http.Error(w, err.Error(), status)
-		return
-	}
-	s.mu.Lock()
-	s.spans = append(s.spans, spans...)
-	s.mu.Unlock()
-	WriteResponse(w, ptraceotlp.NewExportResponse().MarshalProto)
-}
-
-func decodeTraces(r *http.Request) ([]ptrace.Span, int, error) {
-	raw, status, err := ReadExport(r, "/v1/traces")
-	if err != nil {
-		return nil, status, err
-	}
+func (s *Traces) accept(raw []byte) error {
 	req := ptraceotlp.NewExportRequest()
 	if err := req.UnmarshalProto(raw); err != nil {
-		return nil, http.StatusBadRequest, fmt.Errorf("decode OTLP traces export: %w", err)
+		return fmt.Errorf("decode OTLP traces export: %w", err)
 	}
-	var out []ptrace.Span
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, rs := range req.Traces().ResourceSpans().All() {
 		for _, ss := range rs.ScopeSpans().All() {
 			for _, span := range ss.Spans().All() {
-				out = append(out, span)
+				s.spans = append(s.spans, span)
 			}
 		}
 	}
-	return out, http.StatusOK, nil
+	return nil
 }
 
-// ReadExport reads the body of one OTLP/HTTP protobuf export POSTed to
+// readExport reads the body of one OTLP/HTTP protobuf export POSTed to
 // path, plain or gzip, or says why it is refused and with which status.
-func ReadExport(r *http.Request, path string) ([]byte, int, error) {
+func readExport(r *http.Request, path string) ([]byte, int, error) {
 	if r.Method != http.MethodPost || r.URL.Path != path {
 		return nil, http.StatusNotFound, fmt.Errorf("unexpected %s %s", r.Method, r.URL.Path)
 	}
@@ -114,8 +143,8 @@ func ReadExport(r *http.Request, path string) ([]byte, int, error) {
 	return raw, http.StatusOK, nil
 }
 
-// WriteResponse answers an accepted export with the marshalled response.
-func WriteResponse(w http.ResponseWriter, marshal func() ([]byte, error)) {
+// writeResponse answers an accepted export with the marshalled response.
+func writeResponse(w http.ResponseWriter, marshal func() ([]byte, error)) {
 	resp, err := marshal()
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -130,13 +159,6 @@ func (s *Traces) Spans() []ptrace.Span {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]ptrace.Span(nil), s.spans...)
-}
-
-// Refused returns why exports were refused, if any were.
-func (s *Traces) Refused() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.refused...)
 }
 
 // Samples are a prometheus scrape: "name{labels}" → value.
@@ -192,16 +214,4 @@ func (s Samples) Sum(metric string, labels ...string) (float64, bool) {
 		}
 	}
 	return sum, found
-}
-
-// FreeLoopbackAddr returns a 127.0.0.1 host:port nothing listens on, for a
-// component that takes an address rather than a listener (the prometheus
-// exporter).
-func FreeLoopbackAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	addr := l.Addr().String()
-	return addr, l.Close()
 }
