@@ -60,6 +60,9 @@ type openhandsReceiver struct {
 }
 
 func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*openhandsReceiver, error) {
+	if err := cfg.Capture.validate(); err != nil {
+		return nil, fmt.Errorf("create openhands receiver: %w", err)
+	}
 	tel, err := newTelemetry(set.TelemetrySettings)
 	if err != nil {
 		return nil, fmt.Errorf("create openhands receiver telemetry: %w", err)
@@ -75,10 +78,6 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*openh
 		sockets:  defaultSocketSettings,
 	}
 	r.sockets.frames = newFrameBudget(frameBytesInFlight, &tel.frameBytesInFlight)
-	// Every conversation gets this configuration; check it once, now.
-	if _, err := mapping.NewConversation(r.mappingConfig("localhost:0", "config-check", 0)); err != nil {
-		return nil, fmt.Errorf("create openhands receiver: %w", err)
-	}
 	return r, nil
 }
 
