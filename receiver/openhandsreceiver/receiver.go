@@ -106,7 +106,7 @@ func (r *openhandsReceiver) Start(ctx context.Context, host component.Host) erro
 	watches := make([]*serverWatch, 0, len(r.cfg.Servers))
 	for i := range r.cfg.Servers {
 		sc := &r.cfg.Servers[i]
-		api, err := r.newAgentServer(ctx, host, sc, restConns)
+		api, err := r.newServerClient(ctx, host, sc, restConns)
 		if err != nil {
 			return errors.Join(fmt.Errorf("servers[%d]: %w", i, err), r.closeStorage(ctx))
 		}
@@ -184,9 +184,9 @@ func (r *openhandsReceiver) closeStorage(ctx context.Context) error {
 	return nil
 }
 
-// newAgentServer builds the client of one server; its REST connections
+// newServerClient builds the client of one server; its REST connections
 // are capped at restConns unless max_conns_per_host says otherwise.
-func (r *openhandsReceiver) newAgentServer(ctx context.Context, host component.Host, sc *ServerConfig, restConns int) (*agentServer, error) {
+func (r *openhandsReceiver) newServerClient(ctx context.Context, host component.Host, sc *ServerConfig, restConns int) (*serverClient, error) {
 	base, err := url.Parse(sc.Endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("endpoint: %w", err)
@@ -221,7 +221,7 @@ func (r *openhandsReceiver) newAgentServer(ctx context.Context, host component.H
 	if name == "" {
 		name = base.Host
 	}
-	api := &agentServer{
+	api := &serverClient{
 		name:     name,
 		base:     base,
 		hostPort: hostPortOf(base),
@@ -257,7 +257,7 @@ func handshakeTimeout(configured time.Duration) time.Duration {
 	return defaultServerTimeout
 }
 
-func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serverWatch {
+func (r *openhandsReceiver) newServerWatch(api *serverClient, epoch int64) *serverWatch {
 	resource := pcommon.NewResource()
 	projection.SetResource(resource, r.cfg.Agent)
 	attrs := resource.Attributes()

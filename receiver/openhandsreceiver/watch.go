@@ -19,7 +19,7 @@ import (
 // search, and owns their conversation objects: it is the only goroutine
 // that creates, attaches, detaches and ends them.
 type serverWatch struct {
-	api          *agentServer
+	api          *serverClient
 	pollInterval time.Duration
 	idleDetach   time.Duration
 	reconnect    backoff.Config
