@@ -891,16 +891,16 @@ func (c *conversation) emitLocked(ctx context.Context, events []*aep.Event) bool
 			zap.String("conversation", c.id), zap.Error(err))
 		return false
 	}
-	return c.handOnLocked(ctx, logs)
+	return c.consumeLocked(ctx, logs)
 }
 
-// handOnLocked hands a batch to the pipeline. A stored batch the pipeline
-// took needs no write of its own: the next write-ahead replaces it, and
-// markDoneLocked deletes the last one when the conversation detaches. Until
-// then a crash sends it again, a legal redelivery; one storage write per
-// batch instead of two is what that buys. It reports whether the
-// pipeline took the batch.
-func (c *conversation) handOnLocked(ctx context.Context, logs plog.Logs) bool {
+// consumeLocked hands a batch to the pipeline's consumer. A stored batch
+// the pipeline took needs no write of its own: the next write-ahead
+// replaces it, and markDoneLocked deletes the last one when the
+// conversation detaches. Until then a crash sends it again, a legal
+// redelivery; one storage write per batch instead of two is what that
+// buys. It reports whether the pipeline took the batch.
+func (c *conversation) consumeLocked(ctx context.Context, logs plog.Logs) bool {
 	if err := c.emitter.consume(ctx, logs); err != nil {
 		c.watch.rl.Error("emit:"+c.id, "could not emit AEP events", zap.String("conversation", c.id), zap.Error(err))
 		return false

@@ -408,7 +408,7 @@ func (w *serverWatch) build(ctx context.Context, info conversationInfo) *convers
 	if s.pending != nil {
 		w.tel.batchesResent.Add(ctx, 1)
 		c.mu.Lock()
-		handedOn = c.handOnLocked(ctx, *s.pending)
+		handedOn = c.consumeLocked(ctx, *s.pending)
 		if !s.state.Mapping.Ended {
 			c.markDoneLocked(ctx)
 		}
