@@ -591,8 +591,8 @@ func (c *conversation) catchUp(ctx context.Context, ev *storedEvent) {
 	c.durableSeq, c.durableID = seq, ev.id
 	c.lastSeen = time.Now()
 	c.noteStoredLocked(ev.timestamp)
-	stand := mapping.Oversize{ID: ev.id, Kind: ev.kind, Timestamp: ev.timestamp, Size: ev.size, Limit: w.api.maxFrame}
-	c.mapped = append(c.mapped, c.decorator.Decorate(stand.Event(), c.mapper.Oversize(stand, time.Now()))...)
+	placeholder := mapping.Oversize{ID: ev.id, Kind: ev.kind, Timestamp: ev.timestamp, Size: ev.size, Limit: w.api.maxFrame}
+	c.mapped = append(c.mapped, c.decorator.Decorate(placeholder.Event(), c.mapper.Oversize(placeholder, time.Now()))...)
 }
 
 // replayHistory pages the persisted log: all of it on first attach, else
