@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/capture"
 	"github.com/otelcol-openhands/otelcol-openhands/processor/aepinboundprocessor/internal/vendormap"
 )
 
@@ -68,9 +69,7 @@ func (cfg *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("mode: must be companion or primary, got %q", cfg.Mode))
 	}
-	if cfg.Capture.Level.Rank() < 0 {
-		errs = append(errs, fmt.Errorf("capture.level: unknown level %q (want none, metadata, redacted or full)", cfg.Capture.Level))
-	}
+	errs = append(errs, capture.CheckCeiling("capture", cfg.Capture.Level, nil)...)
 	if len(cfg.SourceHost) > 253 || !hostName.MatchString(cfg.SourceHost) {
 		errs = append(errs, fmt.Errorf("source_host: %q is not a host name", cfg.SourceHost))
 	}

@@ -3,13 +3,12 @@ package aepreceiver // import "github.com/otelcol-openhands/otelcol-openhands/re
 import (
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"go.opentelemetry.io/collector/config/confighttp"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/capture"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/configcheck"
 )
 
@@ -64,11 +63,6 @@ func (c CaptureConfig) highest() aep.Capture {
 	return top
 }
 
-// categories are the registered category tokens (AEP-0001 §6) and x, the
-// vendor plane.
-var categories = []string{"agent", "session", "run", "progress", "tool", "delegation", "attention",
-	"resource", "error", "state", "assessment", "message", "control", "x"}
-
 // Validate checks the configuration; every message names its key.
 func (cfg *Config) Validate() error {
 	var errs []error
@@ -95,16 +89,6 @@ func (cfg *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("agents[%d]: must not be empty", i))
 		}
 	}
-	if cfg.Capture.Level.Rank() < 0 {
-		errs = append(errs, fmt.Errorf("capture.level: unknown level %q (want none, metadata, redacted or full)", cfg.Capture.Level))
-	}
-	for _, category := range slices.Sorted(maps.Keys(cfg.Capture.Categories)) {
-		if !slices.Contains(categories, category) {
-			errs = append(errs, fmt.Errorf("capture.categories: unknown category %q (want one of %s)", category, strings.Join(categories, ", ")))
-		}
-		if level := cfg.Capture.Categories[category]; level.Rank() < 0 {
-			errs = append(errs, fmt.Errorf("capture.categories.%s: unknown level %q", category, level))
-		}
-	}
+	errs = append(errs, capture.CheckCeiling("capture", cfg.Capture.Level, cfg.Capture.Categories)...)
 	return errors.Join(errs...)
 }

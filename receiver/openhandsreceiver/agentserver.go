@@ -21,10 +21,10 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
 
-// agentServer is the receiver's whole vocabulary towards one OpenHands
-// agent server: REST GETs and the events socket with its auth frame.
+// serverClient is the receiver's client of one OpenHands agent server:
+// REST GETs and the events socket with its auth frame.
 // Nothing else here, or anywhere in the receiver, writes to the server.
-type agentServer struct {
+type serverClient struct {
 	name     string
 	base     *url.URL
 	hostPort string
@@ -42,7 +42,7 @@ type agentServer struct {
 	largestFrame atomic.Int64
 }
 
-func (s *agentServer) sawFrame(n int) {
+func (s *serverClient) sawFrame(n int) {
 	for {
 		cur := s.largestFrame.Load()
 		if int64(n) <= cur || s.largestFrame.CompareAndSwap(cur, int64(n)) {
@@ -137,7 +137,7 @@ type eventPage struct {
 // searchConversations pages GET /api/conversations/search, most recently
 // updated first, passing next_page_id back verbatim and each page's items
 // to page, until the listing ends or page wants no more.
-func (s *agentServer) searchConversations(ctx context.Context, page func([]searchItem) (more bool)) error {
+func (s *serverClient) searchConversations(ctx context.Context, page func([]searchItem) (more bool)) error {
 	return s.pages(ctx, "/api/conversations/search", url.Values{"sort_order": {"UPDATED_AT_DESC"}}, func(body []byte) (*string, error) {
 		var p conversationPage
 		if err := json.Unmarshal(body, &p); err != nil {
@@ -155,7 +155,7 @@ func (s *agentServer) searchConversations(ctx context.Context, page func([]searc
 var errNotFound = errors.New("not found")
 
 // conversation reads one conversation's ConversationInfo by id.
-func (s *agentServer) conversation(ctx context.Context, id string) (conversationInfo, error) {
+func (s *serverClient) conversation(ctx context.Context, id string) (conversationInfo, error) {
 	path := "/api/conversations/" + url.PathEscape(id)
 	body, err := s.get(ctx, path, url.Values{})
 	if err != nil {
@@ -194,7 +194,7 @@ const (
 // is prevID; seq -1 for the log's first event) over events/search, whose
 // pages the socket's frame cap does not apply to. It holds at most limit
 // bytes of it. nil means no stored event follows.
-func (s *agentServer) storedEventAfter(ctx context.Context, conversationID string, seq int64, prevID string, limit int64) (*storedEvent, error) {
+func (s *serverClient) storedEventAfter(ctx context.Context, conversationID string, seq int64, prevID string, limit int64) (*storedEvent, error) {
 	path := "/api/conversations/" + url.PathEscape(conversationID) + "/events/search"
 	q := url.Values{"sort_order": {"TIMESTAMP"}, "limit": {"1"}}
 	want := ""
@@ -354,7 +354,7 @@ func skipNested(dec *json.Decoder, open json.Delim) error {
 
 // searchEvents pages GET /api/conversations/{id}/events/search in log order,
 // from timestamp__gte=since when since is set, handing each raw item to fn.
-func (s *agentServer) searchEvents(ctx context.Context, conversationID, since string, fn func(json.RawMessage) error) error {
+func (s *serverClient) searchEvents(ctx context.Context, conversationID, since string, fn func(json.RawMessage) error) error {
 	q := url.Values{"sort_order": {"TIMESTAMP"}}
 	if since != "" {
 		q.Set("timestamp__gte", since)
@@ -375,7 +375,7 @@ func (s *agentServer) searchEvents(ctx context.Context, conversationID, since st
 
 // pages follows next_page_id until it is null, refusing a server that
 // repeats a page id (it would loop forever).
-func (s *agentServer) pages(ctx context.Context, path string, q url.Values, page func([]byte) (*string, error)) error {
+func (s *serverClient) pages(ctx context.Context, path string, q url.Values, page func([]byte) (*string, error)) error {
 	q.Set("limit", pageLimit)
 	seen := make(map[string]bool)
 	for n := 0; ; n++ {
@@ -402,7 +402,7 @@ func (s *agentServer) pages(ctx context.Context, path string, q url.Values, page
 }
 
 // get reads one REST response whole, at most maxResponseBytes.
-func (s *agentServer) get(ctx context.Context, path string, q url.Values) ([]byte, error) {
+func (s *serverClient) get(ctx context.Context, path string, q url.Values) ([]byte, error) {
 	resp, err := s.do(ctx, path, q)
 	if err != nil {
 		return nil, err
@@ -420,7 +420,7 @@ func (s *agentServer) get(ctx context.Context, path string, q url.Values) ([]byt
 
 // do sends a GET, the receiver's only REST verb, and returns a 200
 // response for the caller to read and close.
-func (s *agentServer) do(ctx context.Context, path string, q url.Values) (*http.Response, error) {
+func (s *serverClient) do(ctx context.Context, path string, q url.Values) (*http.Response, error) {
 	u := s.base.JoinPath(path)
 	u.RawQuery = q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), http.NoBody)
@@ -464,7 +464,7 @@ var errNoSessionSocket = errors.New("agent server has no /sockets/session endpoi
 // the server has it (replaying every durable event after afterSeq), else
 // the legacy /sockets/events, live-only. session reports which; fc is the
 // connection under it, nil where it cannot be had (frameDialer).
-func (s *agentServer) dialConversation(ctx context.Context, conversationID string, afterSeq int64) (conn *websocket.Conn, fc *frameConn, session bool, err error) {
+func (s *serverClient) dialConversation(ctx context.Context, conversationID string, afterSeq int64) (conn *websocket.Conn, fc *frameConn, session bool, err error) {
 	if !s.legacyOnly.Load() {
 		q := url.Values{"after_seq": {strconv.FormatInt(afterSeq, 10)}}
 		conn, fc, err = s.dial(ctx, "/sockets/session", conversationID, q)
@@ -487,7 +487,7 @@ func (s *agentServer) dialConversation(ctx context.Context, conversationID strin
 // legacy socket is opened without resend_mode (live-only): the receiver
 // pages history over REST itself, so replay never interleaves with live
 // frames.
-func (s *agentServer) dial(ctx context.Context, prefix, conversationID string, q url.Values) (*websocket.Conn, *frameConn, error) {
+func (s *serverClient) dial(ctx context.Context, prefix, conversationID string, q url.Values) (*websocket.Conn, *frameConn, error) {
 	u, err := endpoint.WebSocket(s.base.JoinPath(prefix, conversationID))
 	if err != nil {
 		return nil, nil, fmt.Errorf("dial %s: %w", prefix, err)
@@ -523,7 +523,7 @@ func (s *agentServer) dial(ctx context.Context, prefix, conversationID string, q
 // sendAuthFrame writes {"type":"auth","session_api_key":...}: the only
 // frame the receiver ever writes to an agent server. Without a configured
 // key the server accepts at once and nothing is written.
-func (s *agentServer) sendAuthFrame(conn *websocket.Conn) error {
+func (s *serverClient) sendAuthFrame(conn *websocket.Conn) error {
 	if s.key == "" {
 		return nil
 	}

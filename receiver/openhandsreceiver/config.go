@@ -3,7 +3,6 @@ package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openha
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -12,9 +11,11 @@ import (
 	"go.opentelemetry.io/collector/config/configoptional"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/capture"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/configcheck"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/endpoint"
+	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
 
 // Config is the openhands receiver's configuration.
@@ -101,7 +102,11 @@ type CaptureConfig struct {
 	Categories map[string]aep.Capture `mapstructure:"categories"`
 }
 
-var categoryName = regexp.MustCompile(`^(agent|session|run|progress|tool|delegation|attention|resource|error|state|assessment|message|control|x)$`)
+// validate checks the ceiling; newReceiver runs it again, for a
+// configuration that reached the factory unvalidated.
+func (c CaptureConfig) validate() error {
+	return errors.Join(capture.CheckCeiling("capture", c.Level, c.Categories)...)
+}
 
 // Validate checks the configuration; every message names its key.
 func (cfg *Config) Validate() error {
@@ -129,17 +134,7 @@ func (cfg *Config) Validate() error {
 	if cfg.Agent == "" {
 		errs = append(errs, errors.New("agent: must not be empty"))
 	}
-	if cfg.Capture.Level.Rank() < 0 {
-		errs = append(errs, fmt.Errorf("capture.level: unknown level %q (want none, metadata, redacted or full)", cfg.Capture.Level))
-	}
-	for cat, lvl := range cfg.Capture.Categories {
-		if !categoryName.MatchString(cat) {
-			errs = append(errs, fmt.Errorf("capture.categories: unknown category %q", cat))
-		}
-		if lvl.Rank() < 0 {
-			errs = append(errs, fmt.Errorf("capture.categories.%s: unknown level %q", cat, lvl))
-		}
-	}
+	errs = append(errs, cfg.Capture.validate())
 	if err := cfg.Reconnect.Validate("reconnect"); err != nil {
 		errs = append(errs, err)
 	}
@@ -151,6 +146,24 @@ func (cfg *Config) Validate() error {
 	}
 	errs = append(errs, cfg.validateWebhook()...)
 	return errors.Join(errs...)
+}
+
+// mappingConfig is the mapping configuration of one conversation's session
+// in generation epoch.
+func (r *openhandsReceiver) mappingConfig(hostPort, conversationID string, epoch int64) mapping.Config {
+	return mapping.Config{
+		Agent:          r.cfg.Agent,
+		Source:         sessionSource(hostPort, r.cfg.Agent, conversationID, epoch),
+		ServerHost:     hostPort,
+		ConversationID: conversationID,
+		Ceiling: mapping.CapturePolicy{
+			Default:    r.cfg.Capture.Level,
+			Categories: r.cfg.Capture.Categories,
+		},
+		Deltas:            r.cfg.Deltas,
+		Redactor:          r.redactor,
+		NewStreamRedactor: func() mapping.StreamRedactor { return r.redactor.Stream() },
+	}
 }
 
 // validateWebhook checks the sink: a push is told from a forgery, and its

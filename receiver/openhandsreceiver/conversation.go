@@ -86,7 +86,7 @@ type conversation struct {
 	lastSeen   time.Time    // when the last vendor event arrived
 	stored     uint64       // new stored events processed, the measure of progress
 	mapped     []*aep.Event // mapped, not yet emitted (flushLocked)
-	taken      bool         // the stored pending batch left; not yet marked done
+	consumed   bool         // the pipeline took the stored pending batch; markDoneLocked is to delete it
 	usageWait  *time.Timer  // armed while a run.finished waits for its usage
 	usageWaits uint64       // usage waits armed or disarmed, to tell a stale one
 
@@ -591,8 +591,8 @@ func (c *conversation) catchUp(ctx context.Context, ev *storedEvent) {
 	c.durableSeq, c.durableID = seq, ev.id
 	c.lastSeen = time.Now()
 	c.noteStoredLocked(ev.timestamp)
-	stand := mapping.Oversize{ID: ev.id, Kind: ev.kind, Timestamp: ev.timestamp, Size: ev.size, Limit: w.api.maxFrame}
-	c.mapped = append(c.mapped, c.decorator.Decorate(stand.Event(), c.mapper.Oversize(stand, time.Now()))...)
+	placeholder := mapping.Oversize{ID: ev.id, Kind: ev.kind, Timestamp: ev.timestamp, Size: ev.size, Limit: w.api.maxFrame}
+	c.mapped = append(c.mapped, c.decorator.Decorate(placeholder.Event(), c.mapper.Oversize(placeholder, time.Now()))...)
 }
 
 // replayHistory pages the persisted log: all of it on first attach, else
@@ -891,31 +891,31 @@ func (c *conversation) emitLocked(ctx context.Context, events []*aep.Event) bool
 			zap.String("conversation", c.id), zap.Error(err))
 		return false
 	}
-	return c.handOnLocked(ctx, logs)
+	return c.consumeLocked(ctx, logs)
 }
 
-// handOnLocked hands a batch to the pipeline. A stored batch the pipeline
-// took needs no write of its own: the next write-ahead replaces it, and
-// markDoneLocked deletes the last one when the conversation detaches. Until
-// then a crash sends it again, a legal redelivery; one storage write per
-// batch instead of two is what that buys. It reports whether the
-// pipeline took the batch.
-func (c *conversation) handOnLocked(ctx context.Context, logs plog.Logs) bool {
+// consumeLocked hands a batch to the pipeline's consumer. A stored batch
+// the pipeline took needs no write of its own: the next write-ahead
+// replaces it, and markDoneLocked deletes the last one when the
+// conversation detaches. Until then a crash sends it again, a legal
+// redelivery; one storage write per batch instead of two is what that
+// buys. It reports whether the pipeline took the batch.
+func (c *conversation) consumeLocked(ctx context.Context, logs plog.Logs) bool {
 	if err := c.emitter.consume(ctx, logs); err != nil {
 		c.watch.rl.Error("emit:"+c.id, "could not emit AEP events", zap.String("conversation", c.id), zap.Error(err))
 		return false
 	}
-	c.taken = c.journal != nil
+	c.consumed = c.journal != nil
 	return true
 }
 
 // markDoneLocked deletes the stored pending batch once the pipeline took
 // it, so that an orderly restart sends nothing again.
 func (c *conversation) markDoneLocked(ctx context.Context) {
-	if !c.taken {
+	if !c.consumed {
 		return
 	}
-	c.taken = false
+	c.consumed = false
 	if err := c.journal.done(ctx, c.id); err != nil {
 		c.watch.tel.storageErrors.Add(ctx, 1)
 		c.watch.rl.Warn("storage:"+c.id, "could not mark a batch done; a restart sends it again",
@@ -939,7 +939,7 @@ func (c *conversation) writeAheadLocked(ctx context.Context, logs plog.Logs) err
 		written, err := c.journal.writeAhead(ctx, c.id, state, pending)
 		if err == nil {
 			c.watch.tel.storageWritten.Add(ctx, int64(written))
-			c.taken = false // the stored batch is this one now
+			c.consumed = false // the stored batch is this one now
 			return nil
 		}
 		c.watch.tel.storageErrors.Add(ctx, 1)

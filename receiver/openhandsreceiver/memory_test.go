@@ -28,7 +28,7 @@ func offlineConversationWith(tb testing.TB, id string, cfg *Config) *conversatio
 	require.NoError(tb, err)
 	base, err := url.Parse("http://127.0.0.1:8000")
 	require.NoError(tb, err)
-	w := r.newServerWatch(&agentServer{name: "offline", base: base, hostPort: "127.0.0.1:8000"}, 1)
+	w := r.newServerWatch(&serverClient{name: "offline", base: base, hostPort: "127.0.0.1:8000"}, 1)
 	c, err := w.newSession(conversationInfo{ID: id}, nil, w)
 	require.NoError(tb, err)
 	return c

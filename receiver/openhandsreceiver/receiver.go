@@ -60,6 +60,9 @@ type openhandsReceiver struct {
 }
 
 func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*openhandsReceiver, error) {
+	if err := cfg.Capture.validate(); err != nil {
+		return nil, fmt.Errorf("create openhands receiver: %w", err)
+	}
 	tel, err := newTelemetry(set.TelemetrySettings)
 	if err != nil {
 		return nil, fmt.Errorf("create openhands receiver telemetry: %w", err)
@@ -75,10 +78,6 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*openh
 		sockets:  defaultSocketSettings,
 	}
 	r.sockets.frames = newFrameBudget(frameBytesInFlight, &tel.frameBytesInFlight)
-	// Every conversation gets this configuration; check it once, now.
-	if _, err := mapping.NewConversation(r.mappingConfig("localhost:0", "config-check", 0)); err != nil {
-		return nil, fmt.Errorf("create openhands receiver: %w", err)
-	}
 	return r, nil
 }
 
@@ -107,7 +106,7 @@ func (r *openhandsReceiver) Start(ctx context.Context, host component.Host) erro
 	watches := make([]*serverWatch, 0, len(r.cfg.Servers))
 	for i := range r.cfg.Servers {
 		sc := &r.cfg.Servers[i]
-		api, err := r.newAgentServer(ctx, host, sc, restConns)
+		api, err := r.newServerClient(ctx, host, sc, restConns)
 		if err != nil {
 			return errors.Join(fmt.Errorf("servers[%d]: %w", i, err), r.closeStorage(ctx))
 		}
@@ -185,9 +184,9 @@ func (r *openhandsReceiver) closeStorage(ctx context.Context) error {
 	return nil
 }
 
-// newAgentServer builds the client of one server; its REST connections
+// newServerClient builds the client of one server; its REST connections
 // are capped at restConns unless max_conns_per_host says otherwise.
-func (r *openhandsReceiver) newAgentServer(ctx context.Context, host component.Host, sc *ServerConfig, restConns int) (*agentServer, error) {
+func (r *openhandsReceiver) newServerClient(ctx context.Context, host component.Host, sc *ServerConfig, restConns int) (*serverClient, error) {
 	base, err := url.Parse(sc.Endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("endpoint: %w", err)
@@ -222,7 +221,7 @@ func (r *openhandsReceiver) newAgentServer(ctx context.Context, host component.H
 	if name == "" {
 		name = base.Host
 	}
-	api := &agentServer{
+	api := &serverClient{
 		name:     name,
 		base:     base,
 		hostPort: hostPortOf(base),
@@ -258,7 +257,7 @@ func handshakeTimeout(configured time.Duration) time.Duration {
 	return defaultServerTimeout
 }
 
-func (r *openhandsReceiver) newServerWatch(api *agentServer, epoch int64) *serverWatch {
+func (r *openhandsReceiver) newServerWatch(api *serverClient, epoch int64) *serverWatch {
 	resource := pcommon.NewResource()
 	projection.SetResource(resource, r.cfg.Agent)
 	attrs := resource.Attributes()

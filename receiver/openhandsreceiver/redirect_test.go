@@ -173,7 +173,7 @@ func TestSocketDialDoesNotFollowRedirects(t *testing.T) {
 	t.Cleanup(front.Close)
 	base, err := url.Parse(front.URL)
 	require.NoError(t, err)
-	api := &agentServer{name: "front", base: base, key: testKey, dialer: &websocket.Dialer{HandshakeTimeout: 5 * time.Second}}
+	api := &serverClient{name: "front", base: base, key: testKey, dialer: &websocket.Dialer{HandshakeTimeout: 5 * time.Second}}
 	api.legacyOnly.Store(true)
 	_, _, _, err = api.dialConversation(context.Background(), "3f2c8a4e-1b7d-4c2e-9a51-0d6f7e8b9c10", -1)
 	require.ErrorIs(t, err, websocket.ErrBadHandshake)

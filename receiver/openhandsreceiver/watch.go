@@ -19,7 +19,7 @@ import (
 // search, and owns their conversation objects: it is the only goroutine
 // that creates, attaches, detaches and ends them.
 type serverWatch struct {
-	api          *agentServer
+	api          *serverClient
 	pollInterval time.Duration
 	idleDetach   time.Duration
 	reconnect    backoff.Config
@@ -408,7 +408,7 @@ func (w *serverWatch) build(ctx context.Context, info conversationInfo) *convers
 	if s.pending != nil {
 		w.tel.batchesResent.Add(ctx, 1)
 		c.mu.Lock()
-		handedOn = c.handOnLocked(ctx, *s.pending)
+		handedOn = c.consumeLocked(ctx, *s.pending)
 		if !s.state.Mapping.Ended {
 			c.markDoneLocked(ctx)
 		}

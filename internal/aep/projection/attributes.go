@@ -45,13 +45,6 @@ const (
 	WireDataDropped = "dropped"
 )
 
-// WireAttributes lists the fixed lossless-extra keys (extensions add
-// WireExtensionPrefix + name).
-var WireAttributes = []string{
-	WireVersion, WireTime, WireTraceparentVersion,
-	WireSeverityDefaulted, WireCaptureDefaulted, WireData,
-}
-
 // IsWireAttribute reports whether key is a lossless extra rather than a
 // standard projection attribute.
 func IsWireAttribute(key string) bool { return strings.HasPrefix(key, WirePrefix) }

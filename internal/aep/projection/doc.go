@@ -47,8 +47,8 @@
 //     attributes means the event had no data.
 //   - aep.wire.ext.<name> (string, int or bool): each extension attribute.
 //
-// WireAttributes lists the fixed keys; IsWireAttribute also matches the
-// extension keys.
+// IsWireAttribute matches every one of these keys, the extension keys
+// included.
 //
 // # JSON numbers
 //

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"math/big"
+	"slices"
 	"strings"
 )
 
@@ -34,16 +35,13 @@ func isExtensionName(s string) bool {
 	return len(s) >= 1 && len(s) <= 20 && all(s, isLowerAlnum)
 }
 
-// isCategory reports a registered type category (AEP-0002 §3), as the
-// type pattern lists them.
-func isCategory(s string) bool {
-	switch s {
-	case "agent", "session", "run", "progress", "tool", "delegation", "attention",
-		"resource", "error", "state", "assessment", "message", "control":
-		return true
-	}
-	return false
-}
+// Categories are the registered type categories (AEP-0002 §3), as the
+// envelope's type pattern lists them; differential_test.go pins the two.
+var Categories = []string{"agent", "session", "run", "progress", "tool", "delegation", "attention",
+	"resource", "error", "state", "assessment", "message", "control"}
+
+// isCategory reports a registered type category.
+func isCategory(s string) bool { return slices.Contains(Categories, s) }
 
 // dottedTokens counts the [a-z0-9_]+ tokens of a dot-separated s; 0 when
 // a token is empty or holds another byte.

@@ -2,13 +2,11 @@ package mapping
 
 import (
 	"errors"
-	"fmt"
-	"maps"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/capture"
 )
 
 // DefaultAgent is the envelope agent unless configured otherwise.
@@ -58,24 +56,6 @@ func (p CapturePolicy) defaultLevel() aep.Capture {
 		return aep.CaptureMetadata
 	}
 	return p.Default
-}
-
-// validate checks every configured level.
-func (p CapturePolicy) validate() error {
-	if p.Default != "" {
-		if _, err := aep.ParseCapture(string(p.Default)); err != nil {
-			return fmt.Errorf("ceiling default: %w", err)
-		}
-	}
-	for _, category := range slices.Sorted(maps.Keys(p.Categories)) {
-		if category == "" {
-			return errors.New("ceiling categories: empty category token")
-		}
-		if _, err := aep.ParseCapture(string(p.Categories[category])); err != nil {
-			return fmt.Errorf("ceiling categories[%s]: %w", category, err)
-		}
-	}
-	return nil
 }
 
 // uses reports whether any type may be emitted at level.
@@ -137,7 +117,7 @@ func (c Config) withDefaults() (Config, error) {
 		}
 		c.Source = SourceURI(c.ServerHost, c.Agent, c.ConversationID)
 	}
-	if err := c.Ceiling.validate(); err != nil {
+	if err := errors.Join(capture.CheckCeiling("ceiling", c.Ceiling.defaultLevel(), c.Ceiling.Categories)...); err != nil {
 		return c, err
 	}
 	if c.Redactor == nil && c.Ceiling.uses(aep.CaptureRedacted) {
