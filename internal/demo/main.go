@@ -3,9 +3,11 @@
 // fleet, see fleet.go). On loopback it starts a simulated
 // OpenHands agent server and an AEP relay, runs the built collector against
 // them with testdata/demo-config.yaml, plays one scripted conversation (a
-// tool call, an approval, a failing tool, a finish, a deletion) and prints
-// every AEP event as it reaches the relay, then the run as a span waterfall
-// (from the aep connector, via an OTLP traces sink) with its token and cost
+// tool call, an approval, a failing tool, a task delegated to a child
+// conversation, a finish, a deletion) and prints every AEP event as it
+// reaches the relay, then the run as a span waterfall, the child's run
+// nested under the delegating call (from the aep connector, via an OTLP
+// traces sink) with its token and cost
 // totals (scraped from the prometheus exporter), and the path of the
 // session's log on disk (the aepfile exporter), checked as a valid AEP
 // stream. The collector's own log goes to a file the demo names, and is
