@@ -206,7 +206,7 @@ const scenarioSpans = 6 + 3
 // agent delegates a regression test to a child conversation, which runs
 // while the parent waits for it.
 func playScenario(agents *oh.Server, conv *oh.Conversation, watch *relayWatch) error {
-	var act1, act2, act3, delegate oh.Event
+	var act1, act2, act3, delegate, childWrite, childTest oh.Event
 	var child *oh.Conversation
 	var launch oh.ChildLaunch
 	appendTo := func(conv **oh.Conversation, dst *oh.Event, ev func() oh.Event) func() error {
@@ -277,14 +277,14 @@ func playScenario(agents *oh.Server, conv *oh.Conversation, watch *relayWatch) e
 		// child's session (found by the next poll).
 		seen(&parentID, "delegation.subagent.started"),
 		seen(&childID, "session.started"),
-		appendTo(&child, &act1, func() oh.Event {
+		appendTo(&child, &childWrite, func() oh.Event {
 			return oh.ActionEvent(oh.ActionSpec{ToolName: "file_editor", Action: map[string]any{"kind": "FileEditorAction", "command": "create", "path": "/workspace/tests/test_regression.py"}})
 		}),
-		appendTo(&child, nil, func() oh.Event { return oh.ObservationEvent(act1, "File created.", false) }),
-		appendTo(&child, &act2, func() oh.Event {
+		appendTo(&child, nil, func() oh.Event { return oh.ObservationEvent(childWrite, "File created.", false) }),
+		appendTo(&child, &childTest, func() oh.Event {
 			return oh.ActionEvent(oh.ActionSpec{Action: map[string]any{"kind": "TerminalAction", "command": "pytest -q tests/test_regression.py"}})
 		}),
-		appendTo(&child, nil, func() oh.Event { return oh.ObservationEvent(act2, "1 passed", false) }),
+		appendTo(&child, nil, func() oh.Event { return oh.ObservationEvent(childTest, "1 passed", false) }),
 		appendTo(&child, nil, func() oh.Event { return oh.MessageEvent("agent", "Added tests/test_regression.py; it passes.") }),
 		func() error { return child.FinishRun(oh.StatusFinished) },
 		seen(&parentID, "delegation.subagent.stopped"),
