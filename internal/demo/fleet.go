@@ -38,10 +38,10 @@ const (
 var codexNames = []string{"codex.conversation_starts", "codex.conversation_starts",
 	"codex.tool_result", "codex.tool_result", "codex.tool_result", "codex.tool_decision"}
 
-// fleetSpans are the spans the fleet scenario makes: the OpenHands run and
-// its three tool calls and wait, the emitter's run and tool call, Codex's
-// four tool calls (no runs).
-const fleetSpans = 5 + 2 + 4
+// fleetSpans are the spans the fleet scenario makes: the OpenHands
+// scenario's, the emitter's run and tool call, Codex's four tool calls (no
+// runs).
+const fleetSpans = scenarioSpans + 2 + 4
 
 // runFleet is `make demo-fleet`: next to the OpenHands conversation of the
 // watch scenario, a Codex process exports its own OTel logs to the
@@ -99,8 +99,8 @@ func runFleet(ctx context.Context, collectorBin, config string) (err error) {
 		"AEP-Version", aep.Version, "Authorization", "Bearer "+emitterToken); err != nil {
 		return fmt.Errorf("emitter POST: %w", err)
 	}
-	say("openhands: the user asks, the agent runs a tool, asks for approval, hits an error, finishes")
-	if err := playScenario(conv); err != nil {
+	say("openhands: " + scenarioStory)
+	if err := playScenario(agents, conv, watch); err != nil {
 		return err
 	}
 	for _, w := range []struct{ session, typ string }{

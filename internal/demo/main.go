@@ -3,9 +3,11 @@
 // fleet, see fleet.go). On loopback it starts a simulated
 // OpenHands agent server and an AEP relay, runs the built collector against
 // them with testdata/demo-config.yaml, plays one scripted conversation (a
-// tool call, an approval, a failing tool, a finish, a deletion) and prints
-// every AEP event as it reaches the relay, then the run as a span waterfall
-// (from the aep connector, via an OTLP traces sink) with its token and cost
+// tool call, an approval, a failing tool, a task delegated to a child
+// conversation, a finish, a deletion) and prints every AEP event as it
+// reaches the relay, then the run as a span waterfall, the child's run
+// nested under the delegating call (from the aep connector, via an OTLP
+// traces sink) with its token and cost
 // totals (scraped from the prometheus exporter), and the path of the
 // session's log on disk (the aepfile exporter), checked as a valid AEP
 // stream. The collector's own log goes to a file the demo names, and is
@@ -103,8 +105,8 @@ func run(ctx context.Context, collectorBin, config string) (err error) {
 	if err := waitFor("the collector to attach", seen("state.snapshot")); err != nil {
 		return err
 	}
-	say("scenario: the user asks, the agent runs a tool, asks for approval, hits an error, finishes")
-	if err := playScenario(conv); err != nil {
+	say("scenario: " + scenarioStory)
+	if err := playScenario(agents, conv, watch); err != nil {
 		return err
 	}
 	if err := waitFor("run.finished", seen("run.finished")); err != nil {
@@ -127,8 +129,7 @@ func run(ctx context.Context, collectorBin, config string) (err error) {
 	if err := sessionLog.check(); err != nil {
 		return err
 	}
-	// The run, its three tool calls and the wait for approval.
-	if err := showRun(ctx, os.Stdout, traces, "http://"+prometheus+"/metrics", 5); err != nil {
+	if err := showRun(ctx, os.Stdout, traces, "http://"+prometheus+"/metrics", scenarioSpans); err != nil {
 		return err
 	}
 
@@ -193,18 +194,33 @@ func (w *relayWatch) seen(session, typ string) func() bool {
 	}
 }
 
-// playScenario scripts what the agent server would show for one turn.
-func playScenario(conv *oh.Conversation) error {
-	step := func(f func() error) func() error { return f }
-	var act1, act2, act3 oh.Event
-	appendEv := func(dst *oh.Event, ev oh.Event) func() error {
+// scenarioStory tells what playScenario plays.
+const scenarioStory = "the user asks, the agent runs a tool, asks for approval, hits an error, " +
+	"delegates a regression test to a child conversation, finishes"
+
+// scenarioSpans are the spans playScenario makes: the run, its four tool
+// calls and the wait for approval; under the delegating call, the child's
+// run and its two tool calls.
+const scenarioSpans = 6 + 3
+
+// playScenario scripts what the agent server would show for one turn: the
+// agent delegates a regression test to a child conversation, which runs
+// while the parent waits for it.
+func playScenario(agents *oh.Server, conv *oh.Conversation, watch *relayWatch) error {
+	var act1, act2, act3, delegate, childWrite, childTest oh.Event
+	var child *oh.Conversation
+	var launch oh.ChildLaunch
+	appendTo := func(conv **oh.Conversation, dst *oh.Event, ev func() oh.Event) func() error {
 		return func() (err error) {
-			out, err := conv.Append(ev)
+			out, err := (*conv).Append(ev())
 			if dst != nil {
 				*dst = out
 			}
 			return err
 		}
+	}
+	appendEv := func(dst *oh.Event, ev oh.Event) func() error {
+		return appendTo(&conv, dst, func() oh.Event { return ev })
 	}
 	status := func(s string) func() error {
 		return func() error { _, err := conv.SetStatus(s); return err }
@@ -219,11 +235,17 @@ func playScenario(conv *oh.Conversation) error {
 			return err
 		}
 	}
+	// seen waits for an event of the type in the session id names.
+	seen := func(id *string, typ string) func() error {
+		return func() error { return watch.waitFor(typ, watch.seen(*id, typ)) }
+	}
+	parentID, childID := conv.ID(), ""
+	const task = "Add a regression test for the off-by-one in app.py."
 	steps := []func() error{
-		step(func() error {
+		func() error {
 			_, err := conv.SendUserMessage("The unit tests fail; please fix them.", false)
 			return err
-		}),
+		},
 		status(oh.StatusRunning),
 		stats(1830, 96, 0.00671),
 		appendEv(&act1, oh.ActionEvent(oh.ActionSpec{Action: map[string]any{"kind": "TerminalAction", "command": "pytest -q"}, SecurityRisk: "LOW", Thought: "Run the tests first."})),
@@ -239,7 +261,35 @@ func playScenario(conv *oh.Conversation) error {
 		appendEv(&act3, oh.ActionEvent(oh.ActionSpec{ToolName: "file_editor", Action: map[string]any{"kind": "FileEditorAction", "command": "str_replace", "path": "/workspace/app.py"}})),
 		func() error { return appendEv(nil, oh.ObservationEvent(act3, "The file has been edited.", false))() },
 		stats(9105, 541, 0.03262),
-		appendEv(nil, oh.MessageEvent("agent", "Fixed the off-by-one in app.py; all 42 tests pass.")),
+		// The agent delegates: the server launches the child, the tool
+		// reports the launch.
+		appendEv(&delegate, oh.StartChildAction(task, "Regression test")),
+		func() (err error) {
+			if launch, err = conv.StartChild(task, "Regression test"); err != nil {
+				return err
+			}
+			childID = launch.ConversationID
+			child, _ = agents.Conversation(childID)
+			return nil
+		},
+		func() error { return appendEv(nil, oh.StartChildObservation(delegate, launch))() },
+		// The child's work goes under the delegating call once the
+		// collector has linked them: the parent's delegation and the
+		// child's session (found by the next poll).
+		seen(&parentID, "delegation.subagent.started"),
+		seen(&childID, "session.started"),
+		appendTo(&child, &childWrite, func() oh.Event {
+			return oh.ActionEvent(oh.ActionSpec{ToolName: "file_editor", Action: map[string]any{"kind": "FileEditorAction", "command": "create", "path": "/workspace/tests/test_regression.py"}})
+		}),
+		appendTo(&child, nil, func() oh.Event { return oh.ObservationEvent(childWrite, "File created.", false) }),
+		appendTo(&child, &childTest, func() oh.Event {
+			return oh.ActionEvent(oh.ActionSpec{Action: map[string]any{"kind": "TerminalAction", "command": "pytest -q tests/test_regression.py"}})
+		}),
+		appendTo(&child, nil, func() oh.Event { return oh.ObservationEvent(childTest, "1 passed", false) }),
+		appendTo(&child, nil, func() oh.Event { return oh.MessageEvent("agent", "Added tests/test_regression.py; it passes.") }),
+		func() error { return child.FinishRun(oh.StatusFinished) },
+		seen(&parentID, "delegation.subagent.stopped"),
+		appendEv(nil, oh.MessageEvent("agent", "Fixed the off-by-one in app.py and added a regression test; all 43 tests pass.")),
 		func() error { return conv.FinishRun(oh.StatusFinished) },
 	}
 	for i, s := range steps {
@@ -252,10 +302,7 @@ func playScenario(conv *oh.Conversation) error {
 }
 
 func printEvent(ev *aep.Event) {
-	session := ev.Session
-	if len(session) > 8 {
-		session = session[:8]
-	}
+	session := shortID(ev.Session)
 	seq := "-"
 	if ev.Seq != nil {
 		seq = fmt.Sprint(*ev.Seq)

@@ -9,13 +9,15 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrysink"
 )
 
-// barWidth is the width of the waterfall's timeline column.
-const barWidth = 40
+// barWidth is the width of the waterfall's timeline column, nameWidth
+// its span column's: a delegated run's line, two levels down, fits.
+const barWidth, nameWidth = 40, 46
 
 // showRun waits for the run's trace (the root span and as many children as
 // want) and its scraped totals, then prints the waterfall and the totals.
@@ -57,51 +59,85 @@ func awaitTelemetry(ctx context.Context, traces *telemetrysink.Traces, metricsUR
 	}
 }
 
-// writeWaterfall prints one waterfall per session (the spans' session.id,
-// as a backend's session view groups them): on the session's timeline,
-// each trace's root span in start order with its children under it. A
-// run's trace is a root with its tool calls and waits; a tool call
-// without a run (Codex, VS Code) is a root of its own.
+// writeWaterfall prints one waterfall per session (the root spans'
+// session.id, as a backend's session view groups them): on the session's
+// timeline, each trace's root span in start order with its descendants
+// nested under it by their parent span. A run's trace is a root with its
+// tool calls and waits; a delegated run, a child session's, is in its
+// parent's trace under the tool call that started it, and is shown there;
+// a tool call without a run (Codex, VS Code) is a root of its own. A span
+// whose parent never arrived is shown as a root.
 func writeWaterfall(w io.Writer, spans []ptrace.Span) {
 	slices.SortStableFunc(spans, func(a, b ptrace.Span) int { return cmp.Compare(a.StartTimestamp(), b.StartTimestamp()) })
-	var sessions []string
-	bySession := make(map[string][]ptrace.Span)
+	type spanKey struct {
+		trace pcommon.TraceID
+		span  pcommon.SpanID
+	}
+	received := make(map[spanKey]bool, len(spans))
 	for _, s := range spans {
+		received[spanKey{s.TraceID(), s.SpanID()}] = true
+	}
+	children := make(map[spanKey][]ptrace.Span)
+	var sessions []string
+	roots := make(map[string][]ptrace.Span)
+	for _, s := range spans {
+		if parent := (spanKey{s.TraceID(), s.ParentSpanID()}); !s.ParentSpanID().IsEmpty() && received[parent] {
+			children[parent] = append(children[parent], s)
+			continue
+		}
 		id := attr(s, "session.id")
-		if _, ok := bySession[id]; !ok {
+		if _, ok := roots[id]; !ok {
 			sessions = append(sessions, id)
 		}
-		bySession[id] = append(bySession[id], s)
+		roots[id] = append(roots[id], s)
+	}
+	// tree visits s and its descendants, depth first, children in start
+	// order, with the session of the span above (for a root, its own).
+	var tree func(s ptrace.Span, depth int, above string, visit func(s ptrace.Span, depth int, above string))
+	tree = func(s ptrace.Span, depth int, above string, visit func(ptrace.Span, int, string)) {
+		visit(s, depth, above)
+		for _, c := range children[spanKey{s.TraceID(), s.SpanID()}] {
+			tree(c, depth+1, attr(s, "session.id"), visit)
+		}
 	}
 	for _, id := range sessions {
-		ss := bySession[id]
-		start, end := ss[0].StartTimestamp(), ss[0].EndTimestamp()
-		for _, s := range ss {
-			end = max(end, s.EndTimestamp())
+		start, end := roots[id][0].StartTimestamp(), roots[id][0].EndTimestamp()
+		for _, root := range roots[id] {
+			tree(root, 0, id, func(s ptrace.Span, _ int, _ string) { end = max(end, s.EndTimestamp()) })
 		}
 		total := end.AsTime().Sub(start.AsTime())
-		fmt.Fprintf(w, "waterfall| session %s, agent %s\n", id, attr(ss[0], "gen_ai.agent.name"))
-		fmt.Fprintf(w, "waterfall| %-34s %9s %9s  %-18s %s\n", "span", "offset", "duration", "status", "timeline")
-		for _, root := range ss {
-			if !root.ParentSpanID().IsEmpty() {
-				continue
-			}
-			writeSpanLine(w, root, "", start.AsTime(), total)
-			for _, s := range ss {
-				if s.TraceID() == root.TraceID() && s.ParentSpanID() == root.SpanID() {
-					writeSpanLine(w, s, "  ", start.AsTime(), total)
+		fmt.Fprintf(w, "waterfall| session %s, agent %s\n", id, attr(roots[id][0], "gen_ai.agent.name"))
+		fmt.Fprintf(w, "waterfall| %-*s %9s %9s  %-18s %s\n", nameWidth, "span", "offset", "duration", "status", "timeline")
+		for _, root := range roots[id] {
+			tree(root, 0, id, func(s ptrace.Span, depth int, above string) {
+				name := strings.Repeat("  ", depth) + s.Name()
+				if session := attr(s, "session.id"); session != above {
+					name += " (session " + shortID(session) + ")" // where a delegated run starts
 				}
-			}
+				writeSpanLine(w, s, name, start.AsTime(), total)
+			})
 		}
 	}
 }
 
-func attr(s ptrace.Span, key string) string {
-	v, _ := s.Attributes().Get(key)
-	return v.AsString()
+// shortID is the first eight characters of a session id, as the event
+// lines show it.
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
 }
 
-func writeSpanLine(w io.Writer, s ptrace.Span, indent string, origin time.Time, total time.Duration) {
+// attr is the span's attribute at key as a string, "" when it has none.
+func attr(s ptrace.Span, key string) string {
+	if v, ok := s.Attributes().Get(key); ok {
+		return v.AsString()
+	}
+	return ""
+}
+
+func writeSpanLine(w io.Writer, s ptrace.Span, name string, origin time.Time, total time.Duration) {
 	offset := s.StartTimestamp().AsTime().Sub(origin)
 	d := s.EndTimestamp().AsTime().Sub(s.StartTimestamp().AsTime())
 	status := "ok"
@@ -115,7 +151,7 @@ func writeSpanLine(w io.Writer, s ptrace.Span, indent string, origin time.Time, 
 			status += " (" + t.Str() + ")"
 		}
 	}
-	fmt.Fprintf(w, "waterfall| %-34s %9s %9s  %-18s |%s|\n", indent+s.Name(),
+	fmt.Fprintf(w, "waterfall| %-*s %9s %9s  %-18s |%s|\n", nameWidth, name,
 		"+"+offset.Round(time.Millisecond).String(), d.Round(time.Millisecond).String(), status, bar(offset, d, total))
 }
 
