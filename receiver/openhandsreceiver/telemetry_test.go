@@ -7,9 +7,19 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/embedded"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrydecl/telemetrydecltest"
 )
+
+func TestREADMEListsEveryMetric(t *testing.T) {
+	telemetrydecltest.RequireREADMEMatches(t, "README.md", "otelcol_openhands_", func(set component.TelemetrySettings) error {
+		_, err := newTelemetry(set)
+		return err
+	})
+}
 
 // observed sums what an observable counter reports, and counts series.
 type observed struct {
