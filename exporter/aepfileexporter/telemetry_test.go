@@ -1,0 +1,16 @@
+package aepfileexporter
+
+import (
+	"testing"
+
+	"go.opentelemetry.io/collector/component"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrydecl/telemetrydecltest"
+)
+
+func TestREADMEListsEveryMetric(t *testing.T) {
+	telemetrydecltest.RequireREADMEMatches(t, "README.md", "otelcol_aepfile_", func(set component.TelemetrySettings) error {
+		_, err := newTelemetry(set, func() int { return 0 })
+		return err
+	})
+}
