@@ -1,0 +1,16 @@
+package aepreceiver
+
+import (
+	"testing"
+
+	"go.opentelemetry.io/collector/component"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrydecl/telemetrydecltest"
+)
+
+func TestREADMEListsEveryMetric(t *testing.T) {
+	telemetrydecltest.RequireREADMEMatches(t, "README.md", "otelcol_aepreceiver_", func(set component.TelemetrySettings) error {
+		_, err := newTelemetry(set)
+		return err
+	})
+}
