@@ -26,50 +26,48 @@ func (b *Builder) Err() error {
 	return errors.Join(b.errs...)
 }
 
-// keep records err; the meter returns a usable (no-op) instrument along
-// with an error, so the caller passes its instrument on either way.
-func (b *Builder) keep(err error) {
+// create makes one instrument with newInstrument and keeps its error;
+// the meter returns a usable (no-op) instrument along with an error, so
+// the caller holds it either way. O is the instrument kind's option type,
+// which the declaration's options all implement.
+func create[O, I any](b *Builder, newInstrument func(string, ...O) (I, error), name string, options ...O) I {
+	instrument, err := newInstrument(name, options...)
 	if err != nil {
 		b.errs = append(b.errs, err)
 	}
+	return instrument
 }
 
 func (b *Builder) Int64Counter(name, description, unit string) metric.Int64Counter {
-	instrument, err := b.meter.Int64Counter(name, metric.WithDescription(description), metric.WithUnit(unit))
-	b.keep(err)
-	return instrument
+	return create[metric.Int64CounterOption](b, b.meter.Int64Counter, name,
+		metric.WithDescription(description), metric.WithUnit(unit))
 }
 
 func (b *Builder) Int64UpDownCounter(name, description, unit string) metric.Int64UpDownCounter {
-	instrument, err := b.meter.Int64UpDownCounter(name, metric.WithDescription(description), metric.WithUnit(unit))
-	b.keep(err)
-	return instrument
+	return create[metric.Int64UpDownCounterOption](b, b.meter.Int64UpDownCounter, name,
+		metric.WithDescription(description), metric.WithUnit(unit))
 }
 
 func (b *Builder) Int64Gauge(name, description, unit string) metric.Int64Gauge {
-	instrument, err := b.meter.Int64Gauge(name, metric.WithDescription(description), metric.WithUnit(unit))
-	b.keep(err)
-	return instrument
+	return create[metric.Int64GaugeOption](b, b.meter.Int64Gauge, name,
+		metric.WithDescription(description), metric.WithUnit(unit))
 }
 
 func (b *Builder) Float64Histogram(name, description, unit string) metric.Float64Histogram {
-	instrument, err := b.meter.Float64Histogram(name, metric.WithDescription(description), metric.WithUnit(unit))
-	b.keep(err)
-	return instrument
+	return create[metric.Float64HistogramOption](b, b.meter.Float64Histogram, name,
+		metric.WithDescription(description), metric.WithUnit(unit))
 }
 
 // Int64ObservableCounter registers a counter whose value observe reports
 // when the meter collects.
 func (b *Builder) Int64ObservableCounter(name, description, unit string, observe metric.Int64Callback) {
-	_, err := b.meter.Int64ObservableCounter(name, metric.WithDescription(description), metric.WithUnit(unit),
-		metric.WithInt64Callback(observe))
-	b.keep(err)
+	create[metric.Int64ObservableCounterOption](b, b.meter.Int64ObservableCounter, name,
+		metric.WithDescription(description), metric.WithUnit(unit), metric.WithInt64Callback(observe))
 }
 
 // Int64ObservableGauge registers a gauge whose value observe reports when
 // the meter collects.
 func (b *Builder) Int64ObservableGauge(name, description, unit string, observe metric.Int64Callback) {
-	_, err := b.meter.Int64ObservableGauge(name, metric.WithDescription(description), metric.WithUnit(unit),
-		metric.WithInt64Callback(observe))
-	b.keep(err)
+	create[metric.Int64ObservableGaugeOption](b, b.meter.Int64ObservableGauge, name,
+		metric.WithDescription(description), metric.WithUnit(unit), metric.WithInt64Callback(observe))
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/embedded"
 
@@ -15,10 +14,7 @@ import (
 )
 
 func TestREADMEListsEveryMetric(t *testing.T) {
-	telemetrydecltest.RequireREADMEMatches(t, "README.md", "otelcol_openhands_", func(set component.TelemetrySettings) error {
-		_, err := newTelemetry(set)
-		return err
-	})
+	telemetrydecltest.RequireREADMEMatches(t, "otelcol_openhands_", newTelemetry)
 }
 
 // observed sums what an observable counter reports, and counts series.

@@ -57,17 +57,21 @@ func READMEMetrics(t testing.TB, path, prefix string) []string {
 	return names
 }
 
-// RequireREADMEMatches fails t unless the README's metrics table names
-// exactly the instruments register creates, each once.
-func RequireREADMEMatches(t testing.TB, readme, prefix string, register func(component.TelemetrySettings) error) {
+// RequireREADMEMatches fails t unless the metrics table of the package's
+// README.md (tests run in the package's directory) names exactly the
+// instruments newTelemetry registers, each once.
+func RequireREADMEMatches[T any](t testing.TB, prefix string, newTelemetry func(component.TelemetrySettings) (T, error)) {
 	t.Helper()
 	var registered []string
-	for _, i := range Registered(t, register) {
+	for _, i := range Registered(t, func(set component.TelemetrySettings) error {
+		_, err := newTelemetry(set)
+		return err
+	}) {
 		registered = append(registered, i.Name)
 	}
-	documented := READMEMetrics(t, readme, prefix)
+	documented := READMEMetrics(t, "README.md", prefix)
 	slices.Sort(registered)
 	slices.Sort(documented)
 	require.NotEmpty(t, registered)
-	require.Equal(t, registered, documented, "metrics registered (expected) against rows of the metrics table in %s (actual)", readme)
+	require.Equal(t, registered, documented, "metrics registered (expected) against rows of the metrics table in README.md (actual)")
 }
