@@ -4,8 +4,14 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrydecl/telemetrydecltest"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
+}
+
+func TestREADMEListsEveryMetric(t *testing.T) {
+	telemetrydecltest.RequireREADMEMatches(t, "otelcol_aep_connector_", newTelemetry)
 }

@@ -2,11 +2,12 @@ package aepfileexporter // import "github.com/otelcol-openhands/otelcol-openhand
 
 import (
 	"context"
-	"errors"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrydecl"
 )
 
 const scopeName = "github.com/otelcol-openhands/otelcol-openhands/exporter/aepfileexporter"
@@ -24,32 +25,30 @@ type telemetry struct {
 }
 
 func newTelemetry(set component.TelemetrySettings, openLogs func() int) (*telemetry, error) {
-	m := set.MeterProvider.Meter(scopeName)
+	b := telemetrydecl.New(set.MeterProvider.Meter(scopeName))
 	var t telemetry
-	var errs [9]error
-	t.eventsWritten, errs[0] = m.Int64Counter("otelcol_aepfile_events_written",
-		metric.WithDescription("Events appended to a session log."), metric.WithUnit("{event}"))
-	t.eventsDuplicate, errs[1] = m.Int64Counter("otelcol_aepfile_events_duplicate",
-		metric.WithDescription("Redelivered events not written again: their (source, id) is already in the session log."), metric.WithUnit("{event}"))
-	t.eventsSkipped, errs[2] = m.Int64Counter("otelcol_aepfile_events_skipped",
-		metric.WithDescription("Log records skipped because they are not AEP events."), metric.WithUnit("{record}"))
-	t.eventsRejected, errs[3] = m.Int64Counter("otelcol_aepfile_events_rejected",
-		metric.WithDescription("AEP events never written because they cannot be rebuilt or are invalid, by reason."), metric.WithUnit("{event}"))
-	t.writeErrors, errs[4] = m.Int64Counter("otelcol_aepfile_write_errors",
-		metric.WithDescription("Failed file operations (open, write, fsync, close, compress, delete)."), metric.WithUnit("{error}"))
-	_, errs[5] = m.Int64ObservableGauge("otelcol_aepfile_open_files",
-		metric.WithDescription("Session logs held open (at most max_open_files)."), metric.WithUnit("{file}"),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+	t.eventsWritten = b.Int64Counter("otelcol_aepfile_events_written",
+		"Events appended to a session log.", "{event}")
+	t.eventsDuplicate = b.Int64Counter("otelcol_aepfile_events_duplicate",
+		"Redelivered events not written again: their (source, id) is already in the session log.", "{event}")
+	t.eventsSkipped = b.Int64Counter("otelcol_aepfile_events_skipped",
+		"Log records skipped because they are not AEP events.", "{record}")
+	t.eventsRejected = b.Int64Counter("otelcol_aepfile_events_rejected",
+		"AEP events never written because they cannot be rebuilt or are invalid, by reason.", "{event}")
+	t.writeErrors = b.Int64Counter("otelcol_aepfile_write_errors",
+		"Failed file operations (open, write, fsync, close, compress, delete).", "{error}")
+	b.Int64ObservableGauge("otelcol_aepfile_open_files",
+		"Session logs held open (at most max_open_files).", "{file}", func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(int64(openLogs()))
 			return nil
-		}))
-	t.filesRotated, errs[6] = m.Int64Counter("otelcol_aepfile_files_rotated",
-		metric.WithDescription("Session logs continued in a new segment because rotate_bytes was reached."), metric.WithUnit("{file}"))
-	t.filesCompressed, errs[7] = m.Int64Counter("otelcol_aepfile_files_compressed",
-		metric.WithDescription("Segments of ended sessions gzipped (compress_ended)."), metric.WithUnit("{file}"))
-	t.filesDeleted, errs[8] = m.Int64Counter("otelcol_aepfile_files_deleted",
-		metric.WithDescription("Files deleted because their log was untouched for max_age."), metric.WithUnit("{file}"))
-	return &t, errors.Join(errs[:]...)
+		})
+	t.filesRotated = b.Int64Counter("otelcol_aepfile_files_rotated",
+		"Session logs continued in a new segment because rotate_bytes was reached.", "{file}")
+	t.filesCompressed = b.Int64Counter("otelcol_aepfile_files_compressed",
+		"Segments of ended sessions gzipped (compress_ended).", "{file}")
+	t.filesDeleted = b.Int64Counter("otelcol_aepfile_files_deleted",
+		"Files deleted because their log was untouched for max_age.", "{file}")
+	return &t, b.Err()
 }
 
 func (t *telemetry) rejected(ctx context.Context, reason string) {

@@ -2,12 +2,13 @@ package aeprelayexporter // import "github.com/otelcol-openhands/otelcol-openhan
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrydecl"
 )
 
 const scopeName = "github.com/otelcol-openhands/otelcol-openhands/exporter/aeprelayexporter"
@@ -35,28 +36,27 @@ type telemetry struct {
 }
 
 func newTelemetry(set component.TelemetrySettings, transport Transport) (*telemetry, error) {
-	m := set.MeterProvider.Meter(scopeName)
+	b := telemetrydecl.New(set.MeterProvider.Meter(scopeName))
 	t := telemetry{transport: metric.WithAttributes(attribute.String("transport", string(transport)))}
-	var errs [9]error
-	t.eventsSent, errs[0] = m.Int64Counter("otelcol_aeprelay_events_sent",
-		metric.WithDescription("Events the relay accepted: confirmed by a pong or an HTTP 2xx, less those it refused."), metric.WithUnit("{event}"))
-	t.batchesConfirmed, errs[1] = m.Int64Counter("otelcol_aeprelay_batches_confirmed",
-		metric.WithDescription("Batches the relay confirmed (WebSocket pong or HTTP 202)."), metric.WithUnit("{batch}"))
-	t.confirmLatency, errs[2] = m.Float64Histogram("otelcol_aeprelay_confirm_latency",
-		metric.WithDescription("Time from writing a batch to the relay's confirmation."), metric.WithUnit("s"))
-	t.reconnects, errs[3] = m.Int64Counter("otelcol_aeprelay_reconnects",
-		metric.WithDescription("WebSocket redial attempts after a failed dial or a lost connection."), metric.WithUnit("{reconnect}"))
-	t.eventsSkipped, errs[4] = m.Int64Counter("otelcol_aeprelay_events_skipped",
-		metric.WithDescription("Log records skipped because they are not AEP events."), metric.WithUnit("{record}"))
-	t.eventsRejected, errs[5] = m.Int64Counter("otelcol_aeprelay_events_rejected",
-		metric.WithDescription("AEP events dropped as permanently unsendable, by reason and, when the relay refused them, its code."), metric.WithUnit("{event}"))
-	t.commandsReceived, errs[6] = m.Int64Counter("otelcol_aeprelay_commands_received",
-		metric.WithDescription("Control commands the relay routed to this connection, by outcome."), metric.WithUnit("{command}"))
-	t.unmatchedErrors, errs[7] = m.Int64Counter("otelcol_aeprelay_unmatched_errors",
-		metric.WithDescription("Relay error frames whose cause names none of our unconfirmed events, by code."), metric.WithUnit("{frame}"))
-	t.authRefusals, errs[8] = m.Int64Counter("otelcol_aeprelay_auth_refused",
-		metric.WithDescription("Dials and POSTs the relay refused for their credentials (HTTP 401 or 403); each is retried."), metric.WithUnit("{refusal}"))
-	return &t, errors.Join(errs[:]...)
+	t.eventsSent = b.Int64Counter("otelcol_aeprelay_events_sent",
+		"Events the relay accepted: confirmed by a pong or an HTTP 2xx, less those it refused.", "{event}")
+	t.batchesConfirmed = b.Int64Counter("otelcol_aeprelay_batches_confirmed",
+		"Batches the relay confirmed (WebSocket pong or HTTP 202).", "{batch}")
+	t.confirmLatency = b.Float64Histogram("otelcol_aeprelay_confirm_latency",
+		"Time from writing a batch to the relay's confirmation.", "s")
+	t.reconnects = b.Int64Counter("otelcol_aeprelay_reconnects",
+		"WebSocket redial attempts after a failed dial or a lost connection.", "{reconnect}")
+	t.eventsSkipped = b.Int64Counter("otelcol_aeprelay_events_skipped",
+		"Log records skipped because they are not AEP events.", "{record}")
+	t.eventsRejected = b.Int64Counter("otelcol_aeprelay_events_rejected",
+		"AEP events dropped as permanently unsendable, by reason and, when the relay refused them, its code.", "{event}")
+	t.commandsReceived = b.Int64Counter("otelcol_aeprelay_commands_received",
+		"Control commands the relay routed to this connection, by outcome.", "{command}")
+	t.unmatchedErrors = b.Int64Counter("otelcol_aeprelay_unmatched_errors",
+		"Relay error frames whose cause names none of our unconfirmed events, by code.", "{frame}")
+	t.authRefusals = b.Int64Counter("otelcol_aeprelay_auth_refused",
+		"Dials and POSTs the relay refused for their credentials (HTTP 401 or 403); each is retried.", "{refusal}")
+	return &t, b.Err()
 }
 
 func (t *telemetry) sent(ctx context.Context, events int) {

@@ -2,13 +2,14 @@ package openhandscontrol // import "github.com/otelcol-openhands/otelcol-openhan
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrydecl"
 )
 
 const scopeName = "github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
@@ -36,22 +37,17 @@ type telemetry struct {
 }
 
 func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
-	m := set.MeterProvider.Meter(scopeName)
+	b := telemetrydecl.New(set.MeterProvider.Meter(scopeName))
 	var t telemetry
-	var errs [4]error
-	t.commands, errs[0] = m.Int64Counter("otelcol_openhandscontrol_commands",
-		metric.WithDescription("Commands handed to the gate, by type and outcome (accepted, a nack reason, or duplicate, reacked, unroutable, overloaded)."),
-		metric.WithUnit("{command}"))
-	t.acks, errs[1] = m.Int64Counter("otelcol_openhandscontrol_acks",
-		metric.WithDescription("Acks emitted, by decision (accepted, rejected), nack reason, and whether it re-sent a recorded ack."),
-		metric.WithUnit("{ack}"))
-	t.writeLatency, errs[2] = m.Float64Histogram("otelcol_openhandscontrol_write_latency",
-		metric.WithDescription("Time from a REST write to the agent server's answer, by command type and status class (2xx, 4xx, 5xx, unreachable)."),
-		metric.WithUnit("s"))
-	t.conflicts, errs[3] = m.Int64Counter("otelcol_openhandscontrol_session_conflicts",
-		metric.WithDescription("Commands refused because more than one observed conversation claims their session (the same id on several agent servers)."),
-		metric.WithUnit("{command}"))
-	return &t, errors.Join(errs[:]...)
+	t.commands = b.Int64Counter("otelcol_openhandscontrol_commands",
+		"Commands handed to the gate, by type and outcome (accepted, a nack reason, or duplicate, reacked, unroutable, overloaded).", "{command}")
+	t.acks = b.Int64Counter("otelcol_openhandscontrol_acks",
+		"Acks emitted, by decision (accepted, rejected), nack reason, and whether it re-sent a recorded ack.", "{ack}")
+	t.writeLatency = b.Float64Histogram("otelcol_openhandscontrol_write_latency",
+		"Time from a REST write to the agent server's answer, by command type and status class (2xx, 4xx, 5xx, unreachable).", "s")
+	t.conflicts = b.Int64Counter("otelcol_openhandscontrol_session_conflicts",
+		"Commands refused because more than one observed conversation claims their session (the same id on several agent servers).", "{command}")
+	return &t, b.Err()
 }
 
 func (t *telemetry) command(ctx context.Context, typ, outcome string) {

@@ -2,11 +2,12 @@ package aepinboundprocessor // import "github.com/otelcol-openhands/otelcol-open
 
 import (
 	"context"
-	"errors"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrydecl"
 )
 
 const scopeName = "github.com/otelcol-openhands/otelcol-openhands/processor/aepinboundprocessor"
@@ -25,16 +26,13 @@ type telemetry struct {
 }
 
 func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
-	m := set.MeterProvider.Meter(scopeName)
+	b := telemetrydecl.New(set.MeterProvider.Meter(scopeName))
 	var t telemetry
-	var errs [2]error
-	t.records, errs[0] = m.Int64Counter("otelcol_aepinbound_records",
-		metric.WithDescription("Vendor log records seen, by agent and outcome (mapped, skipped, no_session, refused)."),
-		metric.WithUnit("{record}"))
-	t.evicted, errs[1] = m.Int64Counter("otelcol_aepinbound_sessions_evicted",
-		metric.WithDescription("Sessions forgotten because max_sessions was reached; one seen again continues in a new epoch."),
-		metric.WithUnit("{session}"))
-	return &t, errors.Join(errs[:]...)
+	t.records = b.Int64Counter("otelcol_aepinbound_records",
+		"Vendor log records seen, by agent and outcome (mapped, skipped, no_session, refused).", "{record}")
+	t.evicted = b.Int64Counter("otelcol_aepinbound_sessions_evicted",
+		"Sessions forgotten because max_sessions was reached; one seen again continues in a new epoch.", "{session}")
+	return &t, b.Err()
 }
 
 func (t *telemetry) record(ctx context.Context, agent, outcome string) {

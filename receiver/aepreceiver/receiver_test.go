@@ -25,10 +25,15 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrydecl/telemetrydecltest"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
+}
+
+func TestREADMEListsEveryMetric(t *testing.T) {
+	telemetrydecltest.RequireREADMEMatches(t, "otelcol_aepreceiver_", newTelemetry)
 }
 
 // event is one valid session-scoped wire event of agent "claude-code".

@@ -2,11 +2,12 @@ package aepreceiver // import "github.com/otelcol-openhands/otelcol-openhands/re
 
 import (
 	"context"
-	"errors"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrydecl"
 )
 
 // Why an event was not passed on (otelcol_aepreceiver_events_refused).
@@ -41,20 +42,17 @@ type telemetry struct {
 }
 
 func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
-	m := set.MeterProvider.Meter(scopeName)
+	b := telemetrydecl.New(set.MeterProvider.Meter(scopeName))
 	var t telemetry
-	var errs [4]error
-	t.accepted, errs[0] = m.Int64Counter("otelcol_aepreceiver_events_accepted",
-		metric.WithDescription("AEP events validated and handed to the pipeline (redeliveries included)."), metric.WithUnit("{event}"))
-	t.refused, errs[1] = m.Int64Counter("otelcol_aepreceiver_events_refused",
-		metric.WithDescription("AEP events refused to the sender and not passed on, by reason: invalid, capture, command, agent, batch, backpressure, pipeline; from JSONL also version, too_large."),
-		metric.WithUnit("{event}"))
-	t.downlevelled, errs[2] = m.Int64Counter("otelcol_aepreceiver_events_downlevelled",
-		metric.WithDescription("AEP events above the capture ceiling, passed on down-levelled."), metric.WithUnit("{event}"))
-	t.requestRefused, errs[3] = m.Int64Counter("otelcol_aepreceiver_requests_refused",
-		metric.WithDescription("POST requests refused before their events were read, by reason: version, content_type, too_large, too_many_events, unreadable."),
-		metric.WithUnit("{request}"))
-	return &t, errors.Join(errs[:]...)
+	t.accepted = b.Int64Counter("otelcol_aepreceiver_events_accepted",
+		"AEP events validated and handed to the pipeline (redeliveries included).", "{event}")
+	t.refused = b.Int64Counter("otelcol_aepreceiver_events_refused",
+		"AEP events refused to the sender and not passed on, by reason: invalid, capture, command, agent, batch, backpressure, pipeline; from JSONL also version, too_large.", "{event}")
+	t.downlevelled = b.Int64Counter("otelcol_aepreceiver_events_downlevelled",
+		"AEP events above the capture ceiling, passed on down-levelled.", "{event}")
+	t.requestRefused = b.Int64Counter("otelcol_aepreceiver_requests_refused",
+		"POST requests refused before their events were read, by reason: version, content_type, too_large, too_many_events, unreadable.", "{request}")
+	return &t, b.Err()
 }
 
 func (t *telemetry) eventsRefused(ctx context.Context, reason string, n int) {

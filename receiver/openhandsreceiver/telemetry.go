@@ -2,7 +2,6 @@ package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openha
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrydecl"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
 
@@ -93,61 +93,54 @@ func (c *eventCounts) observe(_ context.Context, o metric.Int64Observer) error {
 }
 
 func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
-	m := set.MeterProvider.Meter(scopeName)
+	b := telemetrydecl.New(set.MeterProvider.Meter(scopeName))
 	t := telemetry{vendorEvents: eventCounts{key: "kind"}, aepEvents: eventCounts{key: "type"}}
-	var errs [18]error
-	t.attached, errs[0] = m.Int64UpDownCounter("otelcol_openhands_conversations_attached",
-		metric.WithDescription("Conversations with an attached WebSocket."), metric.WithUnit("{conversation}"))
-	_, errs[1] = m.Int64ObservableCounter("otelcol_openhands_vendor_events",
-		metric.WithDescription("Agent-server events received, by kind (duplicates included)."), metric.WithUnit("{event}"),
-		metric.WithInt64Callback(t.vendorEvents.observe))
-	_, errs[2] = m.Int64ObservableCounter("otelcol_openhands_aep_events",
-		metric.WithDescription("AEP events emitted as log records, by type."), metric.WithUnit("{event}"),
-		metric.WithInt64Callback(t.aepEvents.observe))
-	t.duplicates, errs[3] = m.Int64Counter("otelcol_openhands_duplicates_dropped",
-		metric.WithDescription("Vendor events dropped because their id was already seen (replay overlap)."), metric.WithUnit("{event}"))
-	t.reconnects, errs[4] = m.Int64Counter("otelcol_openhands_reconnects",
-		metric.WithDescription("Socket re-attach attempts after a drop."), metric.WithUnit("{reconnect}"))
-	t.decodeErrors, errs[5] = m.Int64Counter("otelcol_openhands_decode_errors",
-		metric.WithDescription("Frames, pages or events that could not be decoded, by cause."), metric.WithUnit("{error}"))
-	t.mappingDuration, errs[6] = m.Float64Histogram("otelcol_openhands_mapping_duration",
-		metric.WithDescription("Time to map one vendor event to AEP events."), metric.WithUnit("s"))
-	t.storageWritten, errs[7] = m.Int64Counter("otelcol_openhands_storage_written",
-		metric.WithDescription("Bytes of conversation state and write-ahead batches written to storage."), metric.WithUnit("By"))
-	t.storageErrors, errs[8] = m.Int64Counter("otelcol_openhands_storage_errors",
-		metric.WithDescription("Storage reads and writes that failed (a write is retried; a conversation whose state cannot be read starts fresh)."),
-		metric.WithUnit("{error}"))
-	t.batchesResent, errs[9] = m.Int64Counter("otelcol_openhands_batches_resent",
-		metric.WithDescription("Write-ahead batches sent again at start because they may not have left before a crash."),
-		metric.WithUnit("{batch}"))
-	t.restCatchUps, errs[10] = m.Int64Counter("otelcol_openhands_rest_catchup_events",
-		metric.WithDescription("Stored events read over REST after the session socket failed on an oversize frame, by outcome: mapped, or degraded to x.openhands.event.oversize."),
-		metric.WithUnit("{event}"))
-	t.overflowed, errs[11] = m.Int64Gauge("otelcol_openhands_conversations_overflow",
-		metric.WithDescription("Listed conversations waiting for a socket because max_conversations are attached, by server."),
-		metric.WithUnit("{conversation}"))
-	t.refused, errs[12] = m.Int64Counter("otelcol_openhands_aep_events_refused",
-		metric.WithDescription("Mapped AEP events the log record projection refused (a bug): dropped before taking a seq."),
-		metric.WithUnit("{event}"))
-	t.numbersAsText, errs[13] = m.Int64Counter("otelcol_openhands_numbers_as_text",
-		metric.WithDescription("Numbers in agent-server events beyond float64 range, carried as strings of their digits."),
-		metric.WithUnit("{number}"))
-	t.stalls, errs[14] = m.Int64Counter("otelcol_openhands_socket_stalls",
-		metric.WithDescription("Conversation sockets dropped and redialled because they stalled, by cause: keepalive (no pong), frame (a frame not received in time), behind_search (search shows the conversation moving past what the socket delivered)."),
-		metric.WithUnit("{socket}"))
-	_, errs[15] = m.Int64ObservableGauge("otelcol_openhands_frame_bytes_in_flight",
-		metric.WithDescription("Frame bytes the conversation sockets hold of the receiver's frame budget (64 MiB): announced by frames being read or handled."),
-		metric.WithUnit("By"), metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+	t.attached = b.Int64UpDownCounter("otelcol_openhands_conversations_attached",
+		"Conversations with an attached WebSocket.", "{conversation}")
+	b.Int64ObservableCounter("otelcol_openhands_vendor_events",
+		"Agent-server events received, by kind (duplicates included).", "{event}", t.vendorEvents.observe)
+	b.Int64ObservableCounter("otelcol_openhands_aep_events",
+		"AEP events emitted as log records, by type.", "{event}", t.aepEvents.observe)
+	t.duplicates = b.Int64Counter("otelcol_openhands_duplicates_dropped",
+		"Vendor events dropped because their id was already seen (replay overlap).", "{event}")
+	t.reconnects = b.Int64Counter("otelcol_openhands_reconnects",
+		"Socket re-attach attempts after a drop.", "{reconnect}")
+	t.decodeErrors = b.Int64Counter("otelcol_openhands_decode_errors",
+		"Frames, pages or events that could not be decoded, by cause.", "{error}")
+	t.mappingDuration = b.Float64Histogram("otelcol_openhands_mapping_duration",
+		"Time to map one vendor event to AEP events.", "s")
+	t.storageWritten = b.Int64Counter("otelcol_openhands_storage_written",
+		"Bytes of conversation state and write-ahead batches written to storage.", "By")
+	t.storageErrors = b.Int64Counter("otelcol_openhands_storage_errors",
+		"Storage reads and writes that failed (a write is retried; a conversation whose state cannot be read starts fresh).",
+		"{error}")
+	t.batchesResent = b.Int64Counter("otelcol_openhands_batches_resent",
+		"Write-ahead batches sent again at start because they may not have left before a crash.", "{batch}")
+	t.restCatchUps = b.Int64Counter("otelcol_openhands_rest_catchup_events",
+		"Stored events read over REST after the session socket failed on an oversize frame, by outcome: mapped, or degraded to x.openhands.event.oversize.",
+		"{event}")
+	t.overflowed = b.Int64Gauge("otelcol_openhands_conversations_overflow",
+		"Listed conversations waiting for a socket because max_conversations are attached, by server.", "{conversation}")
+	t.refused = b.Int64Counter("otelcol_openhands_aep_events_refused",
+		"Mapped AEP events the log record projection refused (a bug): dropped before taking a seq.", "{event}")
+	t.numbersAsText = b.Int64Counter("otelcol_openhands_numbers_as_text",
+		"Numbers in agent-server events beyond float64 range, carried as strings of their digits.", "{number}")
+	t.stalls = b.Int64Counter("otelcol_openhands_socket_stalls",
+		"Conversation sockets dropped and redialled because they stalled, by cause: keepalive (no pong), frame (a frame not received in time), behind_search (search shows the conversation moving past what the socket delivered).",
+		"{socket}")
+	b.Int64ObservableGauge("otelcol_openhands_frame_bytes_in_flight",
+		"Frame bytes the conversation sockets hold of the receiver's frame budget (64 MiB): announced by frames being read or handled.",
+		"By", func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(t.frameBytesInFlight.Load())
 			return nil
-		}))
-	t.skippedItems, errs[16] = m.Int64Counter("otelcol_openhands_search_items_skipped",
-		metric.WithDescription("Conversation search items skipped, by server and reason: malformed (not a ConversationInfo) or id (not a conversation id of the server's form)."),
-		metric.WithUnit("{item}"))
-	t.webhookRequests, errs[17] = m.Int64Counter("otelcol_openhands_webhook_requests",
-		metric.WithDescription("POSTs to the webhook sink, by server (\"\" when no server's key matched) and outcome: accepted, unauthorized, malformed, too_large, not_found."),
-		metric.WithUnit("{request}"))
-	return &t, errors.Join(errs[:]...)
+		})
+	t.skippedItems = b.Int64Counter("otelcol_openhands_search_items_skipped",
+		"Conversation search items skipped, by server and reason: malformed (not a ConversationInfo) or id (not a conversation id of the server's form).",
+		"{item}")
+	t.webhookRequests = b.Int64Counter("otelcol_openhands_webhook_requests",
+		"POSTs to the webhook sink, by server (\"\" when no server's key matched) and outcome: accepted, unauthorized, malformed, too_large, not_found.",
+		"{request}")
+	return &t, b.Err()
 }
 
 func (t *telemetry) webhookRequest(ctx context.Context, server, outcome string) {

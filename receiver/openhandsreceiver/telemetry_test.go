@@ -9,7 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/embedded"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrydecl/telemetrydecltest"
 )
+
+func TestREADMEListsEveryMetric(t *testing.T) {
+	telemetrydecltest.RequireREADMEMatches(t, "otelcol_openhands_", newTelemetry)
+}
 
 // observed sums what an observable counter reports, and counts series.
 type observed struct {
