@@ -61,6 +61,9 @@ func TestLiveWebhook(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(front.Close)
 	relay := aeprelaytest.Start(t, aeprelaytest.Config{Token: relayToken})
+	// The relay takes a repeat of an event it holds as a redelivery; the
+	// OTLP sink keeps every record the pipeline exported.
+	sink := startOTLPSink(t)
 	r := &receiverUnderTest{mode: "auto", level: aep.CaptureRedacted, rec: rec, front: front, relay: relay}
 	receiver := strings.Replace(ReceiverYAML(r.mode, r.level, front.ProxyURL()), "poll_interval: 200ms",
 		fmt.Sprintf("poll_interval: 1h\nwebhook:\n  endpoint: 127.0.0.1:%d", port), 1)
@@ -71,6 +74,9 @@ func TestLiveWebhook(t *testing.T) {
     endpoint: %s
     token: %s
     instance: live/webhook
+  otlp_http:
+    endpoint: %s
+    compression: none
 service:
   telemetry:
     metrics:
@@ -78,8 +84,8 @@ service:
   pipelines:
     logs:
       receivers: [openhands]
-      exporters: [aeprelay]
-`, Indent(receiver, 4), relay.URL(), relayToken))
+      exporters: [aeprelay, otlp_http]
+`, Indent(receiver, 4), relay.URL(), relayToken, sink.srv.URL))
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("collector log:\n%s", tail(col.logText(), 6000))
@@ -136,6 +142,14 @@ service:
 		return len(problems) == 0, nil
 	})
 	assert.NoError(t, err, "the stream against the server's log:\n%s", strings.Join(problems, "\n"))
+	// The OTLP exporter's batches may land out of order: there only the
+	// count is checked, once the sink holds what the relay holds.
+	relayed := len(r.sessionEvents(id))
+	require.NoError(t, poll(ctx, "the OTLP sink to catch up with the relay", func() (bool, error) {
+		return len(sessionOf(sink.events(r.label()), id)) >= relayed, nil
+	}))
+	assert.Empty(t, repeats(sessionOf(sink.events(r.label()), id)), "vendor events the OTLP sink got more than once")
+	assert.Empty(t, sink.errors())
 	assert.Empty(t, hook.refused(), "webhook POSTs the sink refused")
 	for _, v := range relay.Violations() {
 		t.Errorf("relay violation: %s", v)
@@ -143,6 +157,27 @@ service:
 	assertReadOnly(t, rec.Transcript())
 	require.True(t, col.running(), "the collector exited:\n%s", tail(col.logText(), 4000))
 	t.Logf("webhook POSTs: %d event batches, %d ConversationInfo", hook.batches(), hook.infos(id))
+}
+
+// sessionOf is the events of one session, in order.
+func sessionOf(events []*aep.Event, id string) []*aep.Event {
+	return slices.DeleteFunc(events, func(ev *aep.Event) bool { return ev.Session != id })
+}
+
+// repeats is each vendor event emitted more than once as the same AEP type.
+func repeats(events []*aep.Event) []string {
+	seen := map[string]int{}
+	var out []string
+	for _, ev := range events {
+		vid, _ := ev.Data["vendor_event_id"].(string)
+		if vid == "" {
+			continue
+		}
+		if seen[vid+" "+ev.Type]++; seen[vid+" "+ev.Type] == 2 {
+			out = append(out, ev.Type+" of "+vid)
+		}
+	}
+	return out
 }
 
 // hookTap passes the agent server's webhook POSTs to the collector and
