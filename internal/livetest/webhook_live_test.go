@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -22,7 +21,6 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aeprelaytest"
-	"github.com/otelcol-openhands/otelcol-openhands/internal/fakellm"
 )
 
 // TestLiveWebhook proves the receiver's webhook sink against the real
@@ -33,16 +31,7 @@ import (
 // through the server's REST update becomes state.delta of the session; and
 // every vendor event is emitted once, though both channels brought it.
 func TestLiveWebhook(t *testing.T) {
-	python, bin := os.Getenv("OH_PYTHON"), os.Getenv("OTELCOL_BIN")
-	if python == "" || bin == "" {
-		t.Fatal("OH_PYTHON and OTELCOL_BIN must name the virtualenv's python and the built collector (make live-test sets both)")
-	}
-	scripts, err := fakellm.LoadScripts("testdata/scripts")
-	require.NoError(t, err)
-	llm, err := fakellm.Start(scripts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = llm.Close() })
-
+	python, bin, llm := liveTools(t)
 	port, err := freePort()
 	require.NoError(t, err)
 	hook := startHookTap(t, fmt.Sprintf("http://127.0.0.1:%d", port))
