@@ -30,13 +30,14 @@ type agentServer struct {
 	url    string
 	proc   *childproc.Process // nil when stopped
 	client *http.Client
+	env    []string // more of the server's environment, e.g. its webhooks
 }
 
 // startAgentServer starts the server and waits until /ready answers. It is
 // stopped when the test ends, whatever happens.
-func startAgentServer(tb testing.TB, python string) *agentServer {
+func startAgentServer(tb testing.TB, python string, env ...string) *agentServer {
 	tb.Helper()
-	s := &agentServer{tb: tb, python: python, dir: tb.TempDir(), client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil}}}
+	s := &agentServer{tb: tb, python: python, env: env, dir: tb.TempDir(), client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil}}}
 	for _, d := range []string{"conversations", "bash_events", "workspace", "home", "cwd"} {
 		if err := os.MkdirAll(filepath.Join(s.dir, d), 0o755); err != nil {
 			tb.Fatal(err)
@@ -76,6 +77,7 @@ func (s *agentServer) start() error {
 		"OH_MAX_CONCURRENT_RUNS=16",
 		"LITELLM_LOCAL_MODEL_COST_MAP=True",
 	}
+	cmd.Env = append(cmd.Env, s.env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	s.proc, err = childproc.Start(cmd, childproc.InGroup())
 	logf.Close() // the server has its own descriptor

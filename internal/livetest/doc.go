@@ -29,6 +29,14 @@
 // fork's source, and the child's runs under the delegating call's span
 // when the stream goes through the aep connector.
 //
+// The webhook test (webhook_live_test.go, build tag `live`, also run by
+// `make live-test`) configures the server's webhooks (OH_WEBHOOKS_0_*) at
+// one collector whose receiver has sockets and the webhook sink on and
+// polls once an hour, through a pass-through that counts the POSTs: a new
+// conversation must be attached by push, a title renamed through the
+// server's PATCH become state.delta, and every vendor event, pushed and
+// streamed both, be emitted once (relay and OTLP sink).
+//
 // The replay test (replay_test.go, part of `make test`, no Python) serves
 // each recording through a Front again, verbatim, to the receiver at the
 // same socket mode and capture level, and requires the AEP stream it

@@ -120,19 +120,7 @@ func TestLive(t *testing.T) {
 // mode a collector whose receivers (one per capture level) each reach the
 // server through their own Front and push to their own relay.
 func startLive(t *testing.T, modes []string) *live {
-	python, bin := os.Getenv("OH_PYTHON"), os.Getenv("OTELCOL_BIN")
-	if python == "" || bin == "" {
-		t.Fatal("OH_PYTHON and OTELCOL_BIN must name the virtualenv's python and the built collector (make live-test sets both)")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("collector binary: %v (run make build)", err)
-	}
-	scripts, err := fakellm.LoadScripts("testdata/scripts")
-	require.NoError(t, err)
-	llm, err := fakellm.Start(scripts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = llm.Close() })
-
+	python, bin, llm := liveTools(t)
 	l := &live{t: t, llm: llm, server: startAgentServer(t, python), sinks: map[string]*otlpSink{},
 		names: map[string]string{}, deleted: map[string][]map[string]any{}}
 	for _, mode := range modes {
@@ -161,6 +149,24 @@ func startLive(t *testing.T, modes []string) *live {
 		}
 	})
 	return l
+}
+
+// liveTools is what every live test needs: the virtualenv's python, the
+// built collector, and the fake LLM playing testdata/scripts.
+func liveTools(t *testing.T) (python, bin string, llm *fakellm.Server) {
+	python, bin = os.Getenv("OH_PYTHON"), os.Getenv("OTELCOL_BIN")
+	if python == "" || bin == "" {
+		t.Fatal("OH_PYTHON and OTELCOL_BIN must name the virtualenv's python and the built collector (make live-test sets both)")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("collector binary: %v (run make build)", err)
+	}
+	scripts, err := fakellm.LoadScripts("testdata/scripts")
+	require.NoError(t, err)
+	llm, err = fakellm.Start(scripts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = llm.Close() })
+	return python, bin, llm
 }
 
 func tail(s string, n int) string {
