@@ -21,6 +21,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aeprelaytest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/childproc"
 )
 
 // TestLiveWebhook proves the receiver's webhook sink against the real
@@ -32,9 +33,9 @@ import (
 // every vendor event is emitted once, though both channels brought it.
 func TestLiveWebhook(t *testing.T) {
 	python, bin, llm := liveTools(t)
-	port, err := freePort()
+	sinkAddr, err := childproc.FreeAddr()
 	require.NoError(t, err)
-	hook := startHookTap(t, fmt.Sprintf("http://127.0.0.1:%d", port))
+	hook := startHookTap(t, "http://"+sinkAddr)
 	// A path prefix in base_url, as an operator's ingress might add; the
 	// sink reads only the last segments. flush_delay 1 s: the default 30 s
 	// would make the test wait for the pushed copies.
@@ -55,7 +56,7 @@ func TestLiveWebhook(t *testing.T) {
 	sink := startOTLPSink(t)
 	r := &receiverUnderTest{mode: "auto", level: aep.CaptureRedacted, rec: rec, front: front, relay: relay}
 	receiver := strings.Replace(ReceiverYAML(r.mode, r.level, front.ProxyURL()), "poll_interval: 200ms",
-		fmt.Sprintf("poll_interval: 1h\nwebhook:\n  endpoint: 127.0.0.1:%d", port), 1)
+		"poll_interval: 1h\nwebhook:\n  endpoint: "+sinkAddr, 1)
 	col := startCollectorProcess(t, bin, fmt.Sprintf(`receivers:
   openhands:
 %sexporters:
@@ -74,7 +75,7 @@ service:
     logs:
       receivers: [openhands]
       exporters: [aeprelay, otlp_http]
-`, Indent(receiver, 4), relay.URL(), relayToken, sink.srv.URL))
+`, Indent(receiver, 4), relay.URL(), relayToken, sink.URL()))
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("collector log:\n%s", tail(col.logText(), 6000))
@@ -144,7 +145,7 @@ service:
 		t.Errorf("relay violation: %s", v)
 	}
 	assertReadOnly(t, rec.Transcript())
-	require.True(t, col.running(), "the collector exited:\n%s", tail(col.logText(), 4000))
+	require.True(t, col.Running(), "the collector exited:\n%s", tail(col.logText(), 4000))
 	t.Logf("webhook POSTs: %d event batches, %d ConversationInfo", hook.batches(), hook.infos(id))
 }
 
