@@ -8,44 +8,26 @@ import (
 	"io"
 	"io/fs"
 	"os"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/recent"
 )
 
 // dedup remembers the last limit (source, id) pairs written to one file:
 // an at-least-once upstream redelivers, and a redelivered event is not
-// written twice.
+// written twice. A limit of 0 remembers nothing.
 type dedup struct {
-	limit int
-	keys  map[string]struct{}
-	// ring holds the keys in the order they were added; next is the slot
-	// the next key takes, evicting the oldest once the ring is full.
-	ring []string
-	next int
+	recent.Window[struct{}]
 }
 
 func newDedup(limit int) *dedup {
-	return &dedup{limit: limit, keys: make(map[string]struct{}, limit)}
+	return &dedup{recent.New[struct{}](limit)}
 }
 
 func dedupKey(source, id string) string { return source + "\x00" + id }
 
-func (d *dedup) has(key string) bool {
-	_, ok := d.keys[key]
-	return ok
-}
+func (d *dedup) has(key string) bool { return d.Has(key) }
 
-func (d *dedup) add(key string) {
-	if d.limit == 0 || d.has(key) {
-		return
-	}
-	if len(d.ring) < d.limit {
-		d.ring = append(d.ring, key)
-	} else {
-		delete(d.keys, d.ring[d.next])
-		d.ring[d.next] = key
-	}
-	d.next = (d.next + 1) % d.limit
-	d.keys[key] = struct{}{}
-}
+func (d *dedup) add(key string) { d.Put(key, struct{}{}) }
 
 // tailChunk is how much of a file is read at a time, from its end, to
 // recover the keys of its last lines.

@@ -3,6 +3,8 @@ package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openha
 import (
 	"math"
 	"time"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/recent"
 )
 
 // overlapIDs is one conversation's vendor-id dedupe, bounded by what can
@@ -165,54 +167,18 @@ func parseVendorTime(ts string) (time.Time, bool) {
 	return t, err == nil
 }
 
-// recent remembers the last capacity keys, each with a value: past
-// capacity the oldest goes.
-type recent[V any] struct {
-	values   map[string]V
-	ring     []string // oldest at next once full
-	next     int
-	capacity int
-}
-
-func newRecent[V any](capacity int) recent[V] {
-	return recent[V]{values: make(map[string]V), capacity: capacity}
-}
-
-// put records key with v and reports whether key was new; a known key
-// keeps its value.
-func (r *recent[V]) put(key string, v V) bool {
-	if _, ok := r.values[key]; ok {
-		return false
-	}
-	if len(r.ring) < r.capacity {
-		r.ring = append(r.ring, key)
-	} else {
-		delete(r.values, r.ring[r.next])
-		r.ring[r.next] = key
-		r.next = (r.next + 1) % r.capacity
-	}
-	r.values[key] = v
-	return true
-}
-
-// has reports whether key is in the window.
-func (r *recent[V]) has(key string) bool {
-	_, ok := r.values[key]
-	return ok
-}
-
 // recentIDs remembers the last capacity ids: the conversations a server
 // watch has ended, so that one seen again is not given a second session.
 type recentIDs struct {
-	recent[struct{}]
+	recent.Window[struct{}]
 }
 
 // endedWindow bounds the ended conversations remembered per server.
 const endedWindow = 8192
 
 func newRecentIDs(capacity int) *recentIDs {
-	return &recentIDs{newRecent[struct{}](capacity)}
+	return &recentIDs{recent.New[struct{}](capacity)}
 }
 
 // add records id and reports whether it was new.
-func (r *recentIDs) add(id string) bool { return r.put(id, struct{}{}) }
+func (r *recentIDs) add(id string) bool { return r.Put(id, struct{}{}) }

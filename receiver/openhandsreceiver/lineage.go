@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/recent"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
 
@@ -27,11 +28,11 @@ const (
 // gets, and, with the webhook on, the proof that a second copy of it is a
 // repeat.
 type vendorIDs struct {
-	recent[string]
+	recent.Window[string]
 }
 
 func newVendorIDs(capacity int) *vendorIDs {
-	return &vendorIDs{newRecent[string](capacity)}
+	return &vendorIDs{recent.New[string](capacity)}
 }
 
 // parentID is the vendor event's parent_id: its predecessor in the
@@ -58,8 +59,8 @@ func (c *conversation) linkLocked(ev mapping.Event, mapped []*aep.Event) {
 	if len(mapped) > 0 {
 		first = mapped[0].ID
 	}
-	c.vendorIDs.put(ev.ID(), first)
-	parent := c.vendorIDs.values[parentID(ev)]
+	c.vendorIDs.Put(ev.ID(), first)
+	parent := c.vendorIDs.Get(parentID(ev))
 	if parent == "" {
 		return
 	}

@@ -181,7 +181,7 @@ func (w *serverWatch) confirmUnlisted(ctx context.Context, listed map[string]boo
 // gone ends the session of a known conversation the server no longer has.
 func (w *serverWatch) gone(ctx context.Context, id string) {
 	if _, asleep := w.persisted[id]; asleep && w.wake(ctx, conversationInfo{ID: id}) == nil {
-		if !w.ended.has(id) {
+		if !w.ended.Has(id) {
 			w.forget(ctx, id) // unreadable: no session to end
 		}
 		return
@@ -204,7 +204,7 @@ func (w *serverWatch) observe(ctx context.Context, info conversationInfo) (wants
 	}
 	c, known := w.convs[info.ID]
 	switch {
-	case !known && w.ended.has(info.ID):
+	case !known && w.ended.Has(info.ID):
 		return false
 	case !known && info.ExecutionStatus == "deleting":
 		return false // never observed, already going: nothing to say

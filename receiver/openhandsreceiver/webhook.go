@@ -271,7 +271,7 @@ func (w *serverWatch) pushed(ctx context.Context, p push) *conversation {
 	if p.info != nil {
 		w.noteChild(ctx, *p.info) // a pushed child's stop reaches its parent now
 	}
-	if w.ended.has(p.id) {
+	if w.ended.Has(p.id) {
 		return nil
 	}
 	info := p.info
@@ -338,7 +338,7 @@ func (c *conversation) takePushed(ctx context.Context, events []any) {
 func (c *conversation) extends(ev mapping.Event) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.vendorIDs.has(ev.ID()) || c.extendsLocked(ev)
+	return c.vendorIDs.Has(ev.ID()) || c.extendsLocked(ev)
 }
 
 // onlyState orders, with webhook.only, a conversation's backfills and
@@ -381,9 +381,9 @@ func (c *conversation) backfillLocked(ctx context.Context) bool {
 // socket cursor is stored; vendorIDs is not).
 func (c *conversation) extendsLocked(ev mapping.Event) bool {
 	if parent := parentID(ev); parent != "" {
-		return c.vendorIDs.has(parent)
+		return c.vendorIDs.Has(parent)
 	}
-	return len(c.vendorIDs.values) == 0 && c.durableSeq < 0 && c.resumeTS == ""
+	return c.vendorIDs.Len() == 0 && c.durableSeq < 0 && c.resumeTS == ""
 }
 
 // pushedBeforeLocked reports whether ev, a stored event, was already
@@ -392,7 +392,7 @@ func (c *conversation) extendsLocked(ev mapping.Event) bool {
 // it for stalled) and moves its resume point. Without a webhook the
 // socket's own dedupe (seq, overlapIDs) is the whole story.
 func (c *conversation) pushedBeforeLocked(ev mapping.Event, how delivery) bool {
-	if c.watch.pushes == nil || ev.Transient() || !c.vendorIDs.has(ev.ID()) {
+	if c.watch.pushes == nil || ev.Transient() || !c.vendorIDs.Has(ev.ID()) {
 		return false
 	}
 	if how != webhookPush {
