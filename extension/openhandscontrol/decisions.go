@@ -19,8 +19,8 @@ const keptDecisions = 64
 // State is what the gate keeps of one conversation across a restart. The
 // receiver takes it with the conversation's durable state, in the storage
 // write that carries the batch of the acks it records, and hands it back
-// through Restore before the conversation runs again. The zero value is
-// nothing remembered.
+// to the gate's NewNotesFunc when it builds the conversation again. The
+// zero value is nothing remembered.
 type State struct {
 	// Decided are the conversation's most recent decided commands, oldest
 	// first, at most keptDecisions.
@@ -75,14 +75,11 @@ func (n *Notes) State() State {
 	return s
 }
 
-// Restore puts a conversation that has not run yet in state s, as State
+// restore puts a conversation that has not run yet in state s, as State
 // returned it before a restart. A record without an ack (a damaged
 // state) is dropped, and so is a pending command of a type that has no
-// note; a nil *Notes (no gate now) drops everything.
-func (n *Notes) Restore(s State) {
-	if n == nil {
-		return
-	}
+// note.
+func (n *Notes) restore(s State) {
 	n.decided = slices.DeleteFunc(slices.Clone(s.Decided), func(d Decision) bool { return d.Ack == nil })
 	n.decided = n.decided[max(0, len(n.decided)-keptDecisions):]
 	for _, p := range s.Pending {

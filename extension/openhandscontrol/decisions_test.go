@@ -46,7 +46,7 @@ func TestARestartedGateAnswersFromTheConversationsMemory(t *testing.T) {
 	state := stored(t, h.sess.notes.State())
 	h.sess.mu.Unlock()
 	restarted := newGateHarness(t, gateConfig(true), h.stub, h.conv)
-	restarted.sess.notes.Restore(state)
+	restarted.sess.notes.restore(state)
 	restarted.register()
 	restarted.gate.HandleCommand(context.Background(), nil, input, true)
 	assert.Equal(t, ack, restarted.sess.awaitResent(t, 1)[0], "the recorded ack, position included")
@@ -65,7 +65,7 @@ func TestARestartedGateAnswersFromTheConversationsMemory(t *testing.T) {
 
 func TestAConversationRemembersItsLastDecisions(t *testing.T) {
 	view := &fakeView{status: statusRunning, capture: aep.CaptureMetadata}
-	n := NewNotes(view, true)
+	n := newNotes(view, true)
 	for i := range keptDecisions + 3 {
 		f := flight(typeResume)
 		f.cmd.id = fmt.Sprint("c", i)
@@ -76,8 +76,8 @@ func TestAConversationRemembersItsLastDecisions(t *testing.T) {
 	assert.Equal(t, "c3", s.Decided[0].ID, "the oldest forgotten first")
 	assert.Equal(t, reasonRefused, s.Decided[0].Reason)
 
-	restored := NewNotes(view, true)
-	restored.Restore(State{Decided: append(s.Decided, Decision{Source: "aep://ops", ID: "damaged"})})
+	restored := newNotes(view, true)
+	restored.restore(State{Decided: append(s.Decided, Decision{Source: "aep://ops", ID: "damaged"})})
 	_, ok := restored.recorded(commandKey{"aep://ops", "c3"})
 	assert.True(t, ok)
 	_, ok = restored.recorded(commandKey{"aep://ops", "c2"})
@@ -87,7 +87,6 @@ func TestAConversationRemembersItsLastDecisions(t *testing.T) {
 	assert.Equal(t, s, restored.State())
 
 	var none *Notes
-	none.Restore(s)
 	assert.Zero(t, none.State(), "no gate: nothing kept")
 }
 
@@ -125,13 +124,13 @@ func TestANoteStorageRefusesIsNotWritten(t *testing.T) {
 // stream showing its outcome acks it control.accepted.
 func TestARestoredNoteIsDecidedByWhatTheStreamShows(t *testing.T) {
 	view := &fakeView{status: statusRunning, capture: aep.CaptureMetadata}
-	before := NewNotes(view, true)
+	before := newNotes(view, true)
 	pause, input := flight(typePause), flight(typeSendInput)
 	input.cmd.input, input.cmd.digest = "hi", digest("hi")
 	before.arm(pause)
 	before.input = input
-	n := NewNotes(view, true)
-	n.Restore(stored(t, before.State()))
+	n := newNotes(view, true)
+	n.restore(stored(t, before.State()))
 	require.Len(t, n.State().Pending, 2)
 
 	out := n.Said("something else", mapped("x.openhands.message.event"), at)
@@ -160,7 +159,7 @@ func TestARedeliveryOfARestoredCommand(t *testing.T) {
 	h := startGate(t, cfg, oh.StatusRunning)
 	h.register()
 	h.sess.mu.Lock()
-	h.sess.notes.Restore(State{Pending: []Pending{
+	h.sess.notes.restore(State{Pending: []Pending{
 		{Source: "aep://ops", ID: "c1", Type: typePause, Agent: "ops"},
 		{Source: "aep://ops", ID: "c2", Type: typeSendInput, Agent: "ops", Digest: digest("hi")},
 	}})
@@ -204,7 +203,7 @@ func TestARestoredNoteHoldsNothingBack(t *testing.T) {
 	h := startGate(t, gateConfig(true), oh.StatusRunning)
 	h.register()
 	h.sess.mu.Lock()
-	h.sess.notes.Restore(State{Pending: []Pending{{Source: "aep://ops", ID: "c1", Type: typePause, Agent: "ops"}}})
+	h.sess.notes.restore(State{Pending: []Pending{{Source: "aep://ops", ID: "c1", Type: typePause, Agent: "ops"}}})
 	h.sess.mu.Unlock()
 
 	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause), false)

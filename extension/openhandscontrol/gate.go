@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/endpoint"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/ratelog"
 )
 
@@ -126,13 +127,23 @@ func (g *gate) Bind() {
 }
 
 // Register implements Registrar.
-func (g *gate) Register(o Observer) (answerable bool, unregister func()) {
+func (g *gate) Register(o Observer) (NewNotesFunc, func()) {
+	if g.cfg.Enabled {
+		for _, s := range o.Servers() {
+			endpoint.WarnPlaintext(g.logger, "server "+s.Name, s.Base.String(), "control writes")
+		}
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	id := g.nextObs
 	g.nextObs++
 	g.observers[id] = o
-	return g.cfg.Enabled, func() {
+	notesOf := func(view View, restored State) *Notes {
+		n := newNotes(view, g.cfg.Enabled)
+		n.restore(restored)
+		return n
+	}
+	return notesOf, func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		delete(g.observers, id)

@@ -115,6 +115,14 @@ func (o observer) Sessions(id string) []Session {
 	return nil
 }
 
+func (o observer) Servers() []Server {
+	var out []Server
+	for _, s := range o {
+		out = append(out, s.server)
+	}
+	return out
+}
+
 // statusHost records the component status the gate reports.
 type statusHost struct {
 	component.Host
@@ -175,7 +183,7 @@ func newGateHarness(t *testing.T, cfg *Config, stub *oh.Server, conv *oh.Convers
 	view := &fakeView{status: conv.Status(), capture: aep.CaptureRedacted}
 	sess := &fakeSession{
 		server: Server{Name: "stub", Base: base, Key: "k", Client: &http.Client{Timeout: 5 * time.Second}},
-		view:   view, notes: NewNotes(view, cfg.Enabled),
+		view:   view, notes: newNotes(view, cfg.Enabled),
 	}
 	return &gateHarness{gate: g, tel: tel, host: host, stub: stub, conv: conv, sess: sess}
 }
@@ -232,13 +240,56 @@ func (h *gateHarness) writesAnswered(t *testing.T) uint64 {
 }
 
 func TestAcceptsFollowsTheGate(t *testing.T) {
-	assert.Equal(t, []string{}, startGate(t, gateConfig(false), "idle").gate.Accepts())
+	off := startGate(t, gateConfig(false), "idle").gate
+	assert.Equal(t, []string{}, off.Accepts())
+	newNotes, unregister := off.Register(observer{})
+	unregister()
+	assert.False(t, newNotes(&fakeView{}, State{}).answerable, "a closed gate's notes offer no respond path")
 	on := startGate(t, gateConfig(true), "idle").gate
 	assert.Equal(t, accepted, on.Accepts())
 	assert.Equal(t, 10*time.Second, on.AckWindow())
-	answerable, unregister := on.Register(observer{})
+	newNotes, unregister = on.Register(observer{})
 	unregister()
-	assert.True(t, answerable)
+	assert.True(t, newNotes(&fakeView{}, State{}).answerable)
+}
+
+// TestOpenGateWarnsOfPlaintextServers: an open gate warns once per
+// server of a registering receiver that its writes reach over plaintext
+// http on a host that is not loopback; a closed gate writes nothing.
+func TestOpenGateWarnsOfPlaintextServers(t *testing.T) {
+	servers := observer{}
+	for name, e := range map[string]string{
+		"remote": "http://agents.example:8000", "lan": "http://10.0.0.7:8000",
+		"loopback": "http://127.0.0.1:8000", "tls": "https://agents.example",
+	} {
+		base, err := url.Parse(e)
+		require.NoError(t, err)
+		servers[name] = &fakeSession{server: Server{Name: name, Base: base}}
+	}
+	for _, tc := range []struct {
+		enabled bool
+		want    []string
+	}{
+		{false, nil},
+		{true, []string{"server lan", "server remote"}},
+	} {
+		t.Run(fmt.Sprint("enabled=", tc.enabled), func(t *testing.T) {
+			core, logs := zapobserver.New(zap.WarnLevel)
+			set := extensiontest.NewNopSettings(componentType)
+			set.Logger = zap.New(core)
+			ext, err := NewFactory().Create(context.Background(), set, gateConfig(tc.enabled))
+			require.NoError(t, err)
+			_, unregister := ext.(*gate).Register(servers)
+			unregister()
+			var got []string
+			for _, e := range logs.FilterMessageSnippet("plaintext").All() {
+				assert.Equal(t, []any{"control writes"}, e.ContextMap()["carries"])
+				got = append(got, e.ContextMap()["key"].(string))
+			}
+			slices.Sort(got)
+			assert.Equal(t, tc.want, got)
+		})
+	}
 }
 
 func TestHandleCommandNeverBlocksTheReadLoop(t *testing.T) {
@@ -388,6 +439,8 @@ func (o claimants) Sessions(id string) []Session {
 	}
 	return out
 }
+
+func (o claimants) Servers() []Server { return nil }
 
 func TestASessionTwoServersClaimIsNeverRoutedToAGuess(t *testing.T) {
 	prod := startGate(t, gateConfig(true), oh.StatusRunning)

@@ -20,11 +20,17 @@ import (
 // Registrar is what the receiver looks the extension up as.
 type Registrar interface {
 	// Register adds the conversations an observer holds to those commands
-	// may address. answerable tells the observer whether attention
-	// requests gain the approve/deny options (the gate is on); unregister
-	// removes it again (the observer's Shutdown).
-	Register(o Observer) (answerable bool, unregister func())
+	// may address, and returns how the observer makes each one's control
+	// state (whether the gate is on stays inside it); unregister removes
+	// the observer again (its Shutdown). An open gate warns here about
+	// every server of the observer its writes would reach over plaintext.
+	Register(o Observer) (newNotes NewNotesFunc, unregister func())
 }
+
+// NewNotesFunc returns the control state of one conversation, read
+// through view and resuming from restored (State's zero value: nothing
+// remembered).
+type NewNotesFunc func(view View, restored State) *Notes
 
 // Observer is a receiver's set of observed conversations.
 type Observer interface {
@@ -33,6 +39,9 @@ type Observer interface {
 	// lists the id. More than one is a conflict the gate refuses to guess
 	// through.
 	Sessions(id string) []Session
+	// Servers are the agent servers the observer watches, which an open
+	// gate writes to.
+	Servers() []Server
 }
 
 // Session is one observed conversation, as the gate drives it.

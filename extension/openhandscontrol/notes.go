@@ -28,7 +28,7 @@ type inflight struct {
 	// reply guard's expiry or the observed outcome itself decides it,
 	// whichever comes first.
 	decision decision
-	// restored marks a note a restart brought back (Notes.Restore): its
+	// restored marks a note a restart brought back (restore): its
 	// write was made, or about to be, by the process before.
 	restored bool
 	// inputSent marks the send_input outcome as emitted.
@@ -77,10 +77,10 @@ type Notes struct {
 	decided []Decision
 }
 
-// NewNotes returns the control state of one conversation read through
+// newNotes returns the control state of one conversation read through
 // view; answerable (the gate is on) makes its attention requests carry
 // the approve/deny options and the control respond path.
-func NewNotes(view View, answerable bool) *Notes {
+func newNotes(view View, answerable bool) *Notes {
 	return &Notes{view: view, answerable: answerable}
 }
 

@@ -85,7 +85,7 @@ func TestGuards(t *testing.T) {
 		{typ: typeRespond, status: statusRunning, subject: "req-1", want: "no attention request is pending"},
 	} {
 		t.Run(tc.typ+" "+tc.status+" "+tc.subject, func(t *testing.T) {
-			n := NewNotes(&fakeView{status: tc.status, attention: tc.attention}, true)
+			n := newNotes(&fakeView{status: tc.status, attention: tc.attention}, true)
 			f := flight(tc.typ)
 			f.cmd.subject = tc.subject
 			rej := n.guard(f.cmd)
@@ -101,7 +101,7 @@ func TestGuards(t *testing.T) {
 }
 
 func TestASecondRespondWhileSettlingIsRefused(t *testing.T) {
-	n := NewNotes(&fakeView{status: statusWaiting, attention: "req-1"}, true)
+	n := newNotes(&fakeView{status: statusWaiting, attention: "req-1"}, true)
 	first, second := flight(typeRespond), flight(typeRespond)
 	first.cmd.subject, second.cmd.subject, second.cmd.id = "req-1", "req-1", "cmd-2"
 	require.Nil(t, n.guard(first.cmd))
@@ -117,13 +117,13 @@ func TestDecorateLeavesTheMappingAloneWithoutAGate(t *testing.T) {
 	assert.Equal(t, out, n.Decorate("running", out, at))
 	assert.Empty(t, out[1].Data)
 
-	closed := NewNotes(&fakeView{status: statusWaiting}, false)
+	closed := newNotes(&fakeView{status: statusWaiting}, false)
 	closed.Decorate(statusRunning, out, at)
 	assert.Empty(t, out[1].Data, "a closed gate offers no options")
 }
 
 func TestDecorateMakesRequestsAnswerable(t *testing.T) {
-	n := NewNotes(&fakeView{status: statusWaiting}, true)
+	n := newNotes(&fakeView{status: statusWaiting}, true)
 	out := n.Decorate(statusRunning, mapped("state.delta", "attention.requested"), at)
 	assert.Equal(t, []any{"control"}, out[1].Data["respond_via"])
 	assert.Len(t, out[1].Data["options"], 2)
@@ -164,7 +164,7 @@ func TestDecorateCauseLinksTheOutcome(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			view := &fakeView{status: tc.from, attention: "req-1", capture: aep.CaptureRedacted}
-			n := NewNotes(view, true)
+			n := newNotes(view, true)
 			for _, typ := range tc.armed {
 				f := flight(typ)
 				f.cmd.subject, f.cmd.option, f.cmd.text = "req-1", optionApprove, "fine"
@@ -198,7 +198,7 @@ func TestDecorateCauseLinksTheOutcome(t *testing.T) {
 func TestSettle(t *testing.T) {
 	refused := &rejection{reason: reasonRefused, detail: "409 Conflict"}
 	t.Run("a failed write nacks and drops the note", func(t *testing.T) {
-		n := NewNotes(&fakeView{status: statusRunning, capture: aep.CaptureRedacted}, true)
+		n := newNotes(&fakeView{status: statusRunning, capture: aep.CaptureRedacted}, true)
 		f := flight(typePause)
 		n.arm(f)
 		out := n.settle(f, result{rejection: refused}, at)
@@ -208,12 +208,12 @@ func TestSettle(t *testing.T) {
 		assert.Nil(t, n.pause)
 	})
 	t.Run("at metadata the detail stays home", func(t *testing.T) {
-		n := NewNotes(&fakeView{capture: aep.CaptureMetadata}, true)
+		n := newNotes(&fakeView{capture: aep.CaptureMetadata}, true)
 		out := n.settle(flight(typePause), result{rejection: refused}, at)
 		assert.Equal(t, map[string]any{"reason": "refused"}, out[0].Data)
 	})
 	t.Run("will-try, then the write fails: one ack, the note dropped", func(t *testing.T) {
-		n := NewNotes(&fakeView{status: statusRunning}, true)
+		n := newNotes(&fakeView{status: statusRunning}, true)
 		f := flight(typePause)
 		n.arm(f)
 		assert.Equal(t, []string{"control.accepted"}, types(n.settle(f, result{willTry: true}, at)))
@@ -223,7 +223,7 @@ func TestSettle(t *testing.T) {
 		assert.Equal(t, "control.accepted", f.decision.ack.Type)
 	})
 	t.Run("send_input: the outcome at 2xx, once, never echoing the text", func(t *testing.T) {
-		n := NewNotes(&fakeView{status: "idle", capture: aep.CaptureFull}, true)
+		n := newNotes(&fakeView{status: "idle", capture: aep.CaptureFull}, true)
 		f := flight(typeSendInput)
 		f.cmd.input = "do not echo me"
 		assert.Equal(t, []string{"control.accepted"}, types(n.settle(f, result{willTry: true}, at)))
@@ -234,7 +234,7 @@ func TestSettle(t *testing.T) {
 		assert.Empty(t, n.settle(f, result{written: true}, at))
 	})
 	t.Run("accepted carries no data", func(t *testing.T) {
-		n := NewNotes(&fakeView{status: statusRunning}, true)
+		n := newNotes(&fakeView{status: statusRunning}, true)
 		out := n.settle(flight(typeInterrupt), result{written: true}, at)
 		assert.Nil(t, out[0].Data)
 	})
@@ -251,7 +251,7 @@ func TestTheAnswerTextRidesOnlyAboveMetadata(t *testing.T) {
 	} {
 		t.Run(string(tc.capture), func(t *testing.T) {
 			view := &fakeView{status: statusWaiting, attention: "req-1", capture: tc.capture}
-			n := NewNotes(view, true)
+			n := newNotes(view, true)
 			f := flight(typeRespond)
 			f.cmd.subject, f.cmd.option, f.cmd.text = "req-1", optionDeny, "not here"
 			n.arm(f)

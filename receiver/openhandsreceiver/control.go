@@ -17,8 +17,9 @@ import (
 
 // The receiver's side of the control gate (extension/openhandscontrol):
 // with a control key it registers its conversations with the extension,
-// which drives them through the three methods below. Every ack and
-// outcome is emitted under the conversation's lock by its own emitter, so
+// which drives their sessions through the methods below and makes each
+// session's control notes (the NewNotesFunc it returns). Every ack and
+// outcome is emitted under the session's lock by its own emitter, so
 // (epoch, seq) stays the receiver's alone, and the gate's pending notes
 // see status flips exactly where the mapper applies them.
 
@@ -41,89 +42,96 @@ func findControl(id component.ID, extensions map[component.ID]component.Componen
 // are two claims, which the gate refuses to choose between, and removing
 // one never hides the other.
 type sessionIndex struct {
-	mu    sync.Mutex
-	convs map[string][]*conversation // by id, in the order first observed
+	servers []openhandscontrol.Server // set before the gate is given the index
+
+	mu       sync.Mutex
+	sessions map[string][]*session // by id, in the order first observed
 }
 
 func newSessionIndex() *sessionIndex {
-	return &sessionIndex{convs: make(map[string][]*conversation)}
+	return &sessionIndex{sessions: make(map[string][]*session)}
 }
 
-// add enters c, replacing the entry of the same server and id.
-func (x *sessionIndex) add(c *conversation) {
+// add enters s, replacing the entry of the same server and id.
+func (x *sessionIndex) add(s *session) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	claims := x.convs[c.id]
-	if i := slices.IndexFunc(claims, func(o *conversation) bool { return o.watch == c.watch }); i >= 0 {
-		claims[i] = c
+	claims := x.sessions[s.id]
+	if i := slices.IndexFunc(claims, func(o *session) bool { return o.server == s.server }); i >= 0 {
+		claims[i] = s
 		return
 	}
-	x.convs[c.id] = append(claims, c)
+	x.sessions[s.id] = append(claims, s)
 }
 
-func (x *sessionIndex) remove(c *conversation) {
+func (x *sessionIndex) remove(s *session) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	claims := slices.DeleteFunc(x.convs[c.id], func(o *conversation) bool { return o == c })
+	claims := slices.DeleteFunc(x.sessions[s.id], func(o *session) bool { return o == s })
 	if len(claims) == 0 {
-		delete(x.convs, c.id)
+		delete(x.sessions, s.id)
 		return
 	}
-	x.convs[c.id] = claims
+	x.sessions[s.id] = claims
 }
 
 // Sessions implements openhandscontrol.Observer.
 func (x *sessionIndex) Sessions(id string) []openhandscontrol.Session {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	out := make([]openhandscontrol.Session, 0, len(x.convs[id]))
-	for _, c := range x.convs[id] {
-		out = append(out, c)
+	out := make([]openhandscontrol.Session, 0, len(x.sessions[id]))
+	for _, s := range x.sessions[id] {
+		out = append(out, s)
 	}
 	return out
 }
 
-var _ openhandscontrol.Session = (*conversation)(nil)
+// Servers implements openhandscontrol.Observer.
+func (x *sessionIndex) Servers() []openhandscontrol.Server { return x.servers }
+
+var _ openhandscontrol.Session = (*session)(nil)
 
 // Server implements openhandscontrol.Session: the REST base, key and
 // client the receiver observes the conversation with.
-func (c *conversation) Server() openhandscontrol.Server {
-	api := c.watch.api
+func (s *session) Server() openhandscontrol.Server { return s.server.control() }
+
+// control is the server as the gate writes to it.
+func (api *serverClient) control() openhandscontrol.Server {
 	return openhandscontrol.Server{Name: api.name, Base: api.base, Key: api.key, Client: api.client}
 }
 
 // Control implements openhandscontrol.Session: what fn returns leaves at
 // once, after whatever was mapped before it, through the one emission path
 // (emitLocked: positions, write-ahead, pipeline).
-func (c *conversation) Control(ctx context.Context, fn func(n *openhandscontrol.Notes) []*aep.Event) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.mapped = append(c.mapped, fn(c.notes)...)
-	c.flushLocked(ctx)
+func (s *session) Control(ctx context.Context, fn func(n *openhandscontrol.Notes) []*aep.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mapped = append(s.mapped, fn(s.notes)...)
+	s.flushLocked(ctx)
 }
 
 // Resend implements openhandscontrol.Session: the recorded ack goes to the
 // pipeline again at its recorded position. It is a redelivery, so it is not
 // written ahead: a crash loses at most a re-ack, which the sender's retry
 // asks for again.
-func (c *conversation) Resend(ctx context.Context, ev *aep.Event) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.flushLocked(ctx)
-	if err := c.emitter.consume(ctx, c.emitter.records([]*aep.Event{ev})); err != nil {
-		c.watch.rl.Error("emit:"+c.id, "could not re-send a recorded control ack", zap.String("conversation", c.id), zap.Error(err))
+func (s *session) Resend(ctx context.Context, ev *aep.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushLocked(ctx)
+	if err := s.emitter.consume(ctx, s.emitter.records([]*aep.Event{ev})); err != nil {
+		s.rl.Error("emit:"+s.id, "could not re-send a recorded control ack", zap.String("conversation", s.id), zap.Error(err))
 	}
 }
 
 // Save implements openhandscontrol.Session: what was mapped leaves, then
-// the conversation's state, its control notes included, is stored alone.
+// the session's state, its control notes included, is stored alone.
 // The batch stored last stays: the state stored with it differs from this
 // one only in what emitted nothing.
-func (c *conversation) Save(ctx context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.flushLocked(ctx)
-	return c.saveStateLocked(ctx)
+func (s *session) Save(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushLocked(ctx)
+	return s.saveStateLocked(ctx)
 }
 
 // userText is the text of a user message (its text parts, joined), which

@@ -60,13 +60,13 @@ func TestStartNeedsTheNamedControlExtension(t *testing.T) {
 }
 
 func TestSessionIndexKeepsEveryServersClaim(t *testing.T) {
-	prod, dev := &serverWatch{}, &serverWatch{}
-	a, b := &conversation{id: "x", watch: prod}, &conversation{id: "x", watch: dev}
+	prod, dev := &sessionSettings{server: &serverClient{}}, &sessionSettings{server: &serverClient{}}
+	a, b := &session{id: "x", sessionSettings: prod}, &session{id: "x", sessionSettings: dev}
 	x := newSessionIndex()
 	x.add(a)
 	x.add(b)
 	assert.Equal(t, []openhandscontrol.Session{a, b}, x.Sessions("x"), "both claims, in the order observed")
-	a2 := &conversation{id: "x", watch: prod}
+	a2 := &session{id: "x", sessionSettings: prod}
 	x.add(a2)
 	assert.Equal(t, []openhandscontrol.Session{a2, b}, x.Sessions("x"), "one entry per (server, conversation)")
 	x.remove(a) // an entry already replaced
@@ -74,7 +74,7 @@ func TestSessionIndexKeepsEveryServersClaim(t *testing.T) {
 	assert.Equal(t, []openhandscontrol.Session{a2}, x.Sessions("x"), "removing one claim never hides the other")
 	x.remove(a2)
 	assert.Empty(t, x.Sessions("x"))
-	assert.Empty(t, x.convs)
+	assert.Empty(t, x.sessions)
 }
 
 var gateID = component.MustNewID("openhandscontrol")
@@ -163,7 +163,7 @@ func TestTwoServersListingOneIDNeverShareCommands(t *testing.T) {
 // again unchanged, and the agent server gets no second write.
 func TestARedeliveryAfterARestartGetsTheStoredAck(t *testing.T) {
 	stub := startStub(t)
-	conv := newConversation(t, stub)
+	conv := createConversation(t, stub)
 	mem := newMemStorage(nil)
 	input := &aep.Event{
 		AEP: aep.Version, ID: "c1", Type: "x.openhands.control.send_input", Source: "aep://ops", Agent: "ops",
@@ -209,7 +209,7 @@ func TestARedeliveryAfterARestartGetsTheStoredAck(t *testing.T) {
 // acks the send_input and emits its input.sent, before the answer.
 func TestTheStreamShowingASendInputAcksIt(t *testing.T) {
 	stub := startStub(t)
-	conv := newConversation(t, stub)
+	conv := createConversation(t, stub)
 	ext, gate := startOpenGate(t)
 	cfg := fastConfig(socketSession, stub)
 	cfg.Control = &gateID

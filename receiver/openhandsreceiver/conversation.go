@@ -10,11 +10,10 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 
-	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/ratelog"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
 
@@ -60,41 +59,22 @@ var (
 	errConversationGone = errors.New("agent server does not know the conversation (close 4004)")
 )
 
-// conversation is one observed conversation: one AEP session. The
-// discovery goroutine starts and stops its attach goroutine; mu serializes
-// everything that maps and emits, so seq order is emission order. What of
-// it survives a restart is its durableState (state.go).
+// conversation is one observed conversation as discovery sees it: the
+// attach loop that feeds its session (session.go) from a socket, and what
+// discovery knows of it. The discovery goroutine starts and stops the
+// attach goroutine.
 type conversation struct {
 	id      string
-	watch   *serverWatch
-	journal *journal // nil without storage
-
-	mu     sync.Mutex
-	mapper *mapping.Conversation
-	notes  *openhandscontrol.Notes // the control gate's state; nil without one
-	// decorator adds what the pinned field maps leave out (cause, durations,
-	// usage, traceparent) to everything the mapper emits.
-	decorator  *mapping.Decorator
-	emitter    *sessionEmitter
-	overlap    *overlapIDs  // the ids a resume or an attach's buffer can repeat
-	vendorIDs  *vendorIDs   // the last stored events processed: lineage, and the webhook's dedupe
-	metadata   metaShown    // title, tags as the webhook last showed them
-	only       onlyState    // webhook.only: backfills and pushed batches in order
-	resumeTS   string       // newest vendor timestamp of a persisted event seen
-	durableSeq int64        // last /sockets/session seq processed; -1 before any
-	durableID  string       // its vendor event id, the REST anchor of the next one
-	lastSeen   time.Time    // when the last vendor event arrived
-	stored     uint64       // new stored events processed, the measure of progress
-	mapped     []*aep.Event // mapped, not yet emitted (flushLocked)
-	consumed   bool         // the pipeline took the stored pending batch; markDoneLocked is to delete it
-	usageWait  *time.Timer  // armed while a run.finished waits for its usage
-	usageWaits uint64       // usage waits armed or disarmed, to tell a stale one
+	session *session
+	*attachSettings
 
 	// Owned by the attach goroutine.
 	connectSnapshotPending bool // the connection's first snapshot is still to come
 	// socket is the attached socket, nil between attaches; discovery cuts
 	// it when it falls behind search (noteSearch).
 	socket atomic.Pointer[socketCut]
+	// only orders, with webhook.only, backfills and pushed batches.
+	only onlyState
 
 	// Owned by the discovery goroutine.
 	info   conversationInfo // as search last showed it
@@ -111,18 +91,25 @@ type conversation struct {
 	recycledFor  conversationInfo
 }
 
+// attachSettings is what the conversations of one agent server share.
+type attachSettings struct {
+	api        *serverClient
+	tel        *telemetry
+	logger     *zap.Logger
+	rl         *ratelog.Logger
+	reconnect  backoff.Config // the backoff between attaches
+	idleDetach time.Duration  // 0: never detach an idle conversation
+	// fatal reports a conversation the server refused for good.
+	fatal func(error)
+}
+
+func newConversation(set *attachSettings, info conversationInfo, s *session) *conversation {
+	return &conversation{id: info.ID, session: s, attachSettings: set, info: info}
+}
+
 // begin emits session.started on first sight.
 func (c *conversation) begin(ctx context.Context) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	created, err := time.Parse(time.RFC3339Nano, c.info.CreatedAt)
-	if err != nil {
-		created = time.Now()
-	}
-	if start := c.mapper.Start(created, time.Now()); start != nil {
-		c.mapped = append(c.mapped, start)
-	}
-	c.flushLocked(ctx)
+	c.session.begin(ctx, c.info.CreatedAt)
 }
 
 // end closes the session: the conversation left search or reached
@@ -131,11 +118,7 @@ func (c *conversation) begin(ctx context.Context) {
 // (serverWatch.forget).
 func (c *conversation) end(ctx context.Context) (handedOn bool) {
 	c.detach()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := c.mapper.End(time.Now(), c.resumeTS) // nil once ended
-	c.mapped = append(c.mapped, c.decorator.DecorateEnd(c.resumeTS, out)...)
-	return c.flushLocked(ctx)
+	return c.session.end(ctx)
 }
 
 // attached reports whether the attach goroutine is running.
@@ -178,31 +161,30 @@ func (c *conversation) detach() {
 // progress resets the backoff, so a server that accepts and at once closes,
 // before or after `sync`, is retried exponentially less often.
 func (c *conversation) run(ctx context.Context) error {
-	w := c.watch
 	for attempt := 0; ; attempt++ {
 		progressed, err := c.attachOnce(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case errors.Is(err, errIdleDetached):
-			w.logger.Debug("detached idle conversation", zap.String("conversation", c.id))
+			c.logger.Debug("detached idle conversation", zap.String("conversation", c.id))
 			return err
 		case errors.Is(err, errAuthRejected), errors.Is(err, errConversationGone):
-			w.rl.Error("fatal:"+c.id, "conversation socket refused; not retrying until discovery lists it again",
+			c.rl.Error("fatal:"+c.id, "conversation socket refused; not retrying until discovery lists it again",
 				zap.String("conversation", c.id), zap.Error(err))
-			w.reportConversationFatal(err)
+			c.fatal(err)
 			return err
 		}
 		if progressed {
 			attempt = 0
 		}
 		if cause := stallCause(err); cause != "" {
-			w.tel.stall(ctx, cause)
+			c.tel.stall(ctx, cause)
 		}
-		w.tel.reconnects.Add(ctx, 1)
-		w.rl.Warn("socket:"+c.id, "conversation socket lost; reconnecting",
+		c.tel.reconnects.Add(ctx, 1)
+		c.rl.Warn("socket:"+c.id, "conversation socket lost; reconnecting",
 			zap.String("conversation", c.id), zap.Error(err))
-		if err := w.reconnect.Sleep(ctx, attempt); err != nil {
+		if err := c.reconnect.Sleep(ctx, attempt); err != nil {
 			return err
 		}
 	}
@@ -224,19 +206,15 @@ type frame struct {
 // progressed reports whether the connection got anywhere: a new stored
 // event processed, or stableConnection of uptime.
 func (c *conversation) attachOnce(ctx context.Context) (progressed bool, err error) {
-	w := c.watch
-	c.mu.Lock()
-	afterSeq := c.durableSeq
-	c.mu.Unlock()
-	conn, fc, session, err := w.api.dialConversation(ctx, c.id, afterSeq)
+	conn, fc, session, err := c.api.dialConversation(ctx, c.id, c.session.resumeSeq())
 	if err != nil {
 		return false, err
 	}
-	w.tel.attached.Add(ctx, 1)
-	defer w.tel.attached.Add(context.WithoutCancel(ctx), -1)
-	start, storedBefore := time.Now(), c.storedCount()
+	c.tel.attached.Add(ctx, 1)
+	defer c.tel.attached.Add(context.WithoutCancel(ctx), -1)
+	start, storedBefore := time.Now(), c.session.storedCount()
 	defer func() {
-		progressed = progressed || c.storedCount() > storedBefore || time.Since(start) >= stableConnection
+		progressed = progressed || c.session.storedCount() > storedBefore || time.Since(start) >= stableConnection
 	}()
 
 	cut := &socketCut{conn: conn}
@@ -247,11 +225,7 @@ func (c *conversation) attachOnce(ctx context.Context) (progressed bool, err err
 		stopWatch()
 		// No close frame: the auth frame stays the only data frame we write.
 		conn.Close()
-		c.mu.Lock()
-		c.stopUsageWaitLocked()
-		c.flushLocked(ctx)
-		c.markDoneLocked(ctx)
-		c.mu.Unlock()
+		c.session.detached(ctx)
 		switch {
 		case ctx.Err() != nil:
 			err = ctx.Err()
@@ -272,11 +246,11 @@ func (c *conversation) attachOnce(ctx context.Context) (progressed bool, err err
 // idle_detach (errIdleDetached), until stop.
 func (c *conversation) watchSocket(ctx context.Context, cut *socketCut) (stop func()) {
 	stopCtx := context.AfterFunc(ctx, func() { cut.conn.Close() })
-	stopPing := keepAlive(cut.conn, c.watch.api.sockets)
+	stopPing := keepAlive(cut.conn, c.api.sockets)
 	stopIdle := func() {}
-	if d := c.watch.idleDetach; d > 0 {
+	if d := c.idleDetach; d > 0 {
 		stopIdle = every(max(d/4, 10*time.Millisecond), func() bool {
-			if !c.idleExpired(d) {
+			if !c.session.idleExpired(d) {
 				return true
 			}
 			cut.close(errIdleDetached)
@@ -294,9 +268,7 @@ func (c *conversation) watchSocket(ctx context.Context, cut *socketCut) (stop fu
 // (its TCP alive, but its server side or a proxy no longer forwarding).
 // Called by discovery, before info is updated.
 func (c *conversation) noteSearch(info conversationInfo, now time.Time) {
-	c.mu.Lock()
-	stored, status := c.stored, c.mapper.Status()
-	c.mu.Unlock()
+	stored, status := c.session.progress()
 	progressed := stored != c.polledStored
 	c.polledStored = stored
 	switch {
@@ -313,7 +285,7 @@ func (c *conversation) noteSearch(info conversationInfo, now time.Time) {
 	case c.behindSince.IsZero():
 		c.behindSince = now
 		return
-	case now.Sub(c.behindSince) < c.watch.api.sockets.behindSearch, info == c.recycledFor:
+	case now.Sub(c.behindSince) < c.api.sockets.behindSearch, info == c.recycledFor:
 		// Not yet; or this very view of search already had the socket
 		// recycled (a status the server changed without telling sockets):
 		// once per view, never in a loop.
@@ -357,7 +329,7 @@ func every(period time.Duration, f func() bool) (stop func()) {
 // mapped is emitted unless a whole next frame has already been received
 // (fc), which then joins the batch.
 func (c *conversation) readSession(ctx context.Context, conn *websocket.Conn, fc *frameConn) (progressed bool, err error) {
-	reader := newFrameReader(conn, c.watch.api.maxFrame, c.watch.api.sockets)
+	reader := newFrameReader(conn, c.api.maxFrame, c.api.sockets)
 	var buf []byte // every frame is read into it: decoding copies out what it keeps
 	for {
 		data, err := reader.read(buf)
@@ -380,7 +352,7 @@ func (c *conversation) readLegacy(ctx context.Context, conn *websocket.Conn) err
 	frames := make(chan frame, legacyFrameBuffer)
 	stop := make(chan struct{})
 	var reader sync.WaitGroup
-	reader.Go(func() { readFrames(newFrameReader(conn, c.watch.api.maxFrame, c.watch.api.sockets), frames, stop) })
+	reader.Go(func() { readFrames(newFrameReader(conn, c.api.maxFrame, c.api.sockets), frames, stop) })
 	defer func() {
 		close(stop)
 		conn.Close()
@@ -405,49 +377,9 @@ func (c *conversation) readLegacy(ctx context.Context, conn *websocket.Conn) err
 // receive handles one frame and, unless another one is waiting to join
 // its batch, emits what is mapped.
 func (c *conversation) receive(ctx context.Context, handle func(context.Context, []byte), data []byte, another bool) {
-	c.watch.api.sawFrame(len(data))
+	c.api.sawFrame(len(data))
 	handle(ctx, data)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !another {
-		c.flushLocked(ctx) // nothing more waiting: emit what is mapped
-	}
-	c.syncUsageWaitLocked(ctx)
-}
-
-// syncUsageWaitLocked arms the wait of a run.finished the decorator holds
-// for its usage, keeps an armed one, or disarms it once nothing is held.
-func (c *conversation) syncUsageWaitLocked(ctx context.Context) {
-	switch {
-	case !c.decorator.Holding():
-		c.stopUsageWaitLocked()
-	case c.usageWait == nil:
-		c.usageWaits++
-		armed := c.usageWaits
-		c.usageWait = time.AfterFunc(usageWait, func() {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			if c.usageWaits == armed { // not disarmed meanwhile
-				c.releaseHeldLocked(ctx)
-			}
-		})
-	}
-}
-
-func (c *conversation) stopUsageWaitLocked() {
-	if c.usageWait != nil {
-		c.usageWait.Stop()
-		c.usageWait = nil
-		c.usageWaits++
-	}
-}
-
-// releaseHeldLocked emits a run.finished that waited usageWait for its
-// usage.
-func (c *conversation) releaseHeldLocked(ctx context.Context) {
-	c.usageWait = nil
-	c.mapped = append(c.mapped, c.decorator.Release()...)
-	c.flushLocked(ctx)
+	c.session.frameDone(ctx, another)
 }
 
 // attachLegacy pages the history of a fresh legacy connection and then
@@ -474,18 +406,14 @@ func (c *conversation) attachLegacy(ctx context.Context, frames <-chan frame) er
 			subscribed = ev.Timestamp()
 		}
 	}
-	c.mu.Lock()
-	c.overlap.hold(subscribed)
-	c.mu.Unlock()
+	c.session.holdOverlap(subscribed)
 	if err := c.replayHistory(ctx); err != nil {
 		return fmt.Errorf("page history: %w", err)
 	}
-	c.mu.Lock()
-	c.overlap.historyDone()
-	c.mu.Unlock()
+	c.session.overlapHistoryDone()
 	if first != nil {
 		c.handleLegacyFrame(ctx, first.data)
-		c.flush(ctx)
+		c.session.flush(ctx)
 	}
 	return nil
 }
@@ -538,24 +466,25 @@ func classifyClose(err error) error {
 // the cursor the oversize frame was transient and there is nothing to
 // skip: the reconnect backs off.
 func (c *conversation) passOversizeEvent(ctx context.Context, cause error) (progressed bool, err error) {
-	w := c.watch
-	largest := w.api.largestFrame.Load()
+	largest := c.api.largestFrame.Load()
 	for n := 0; n < maxCatchUp; n++ {
-		next, err := w.api.storedEventAfter(ctx, c.id, c.durableSeq, c.durableID, w.api.maxFrame)
+		seq, id := c.session.resumeCursor()
+		next, err := c.api.storedEventAfter(ctx, c.id, seq, id, c.api.maxFrame)
 		switch {
 		case err != nil:
-			return n > 0, fmt.Errorf("%w; reading the stored event after seq %d over REST: %w", cause, c.durableSeq, err)
+			return n > 0, fmt.Errorf("%w; reading the stored event after seq %d over REST: %w", cause, seq, err)
 		case next == nil && n == 0:
-			return false, fmt.Errorf("%w; no stored event follows seq %d, so the frame was not one", cause, c.durableSeq)
+			return false, fmt.Errorf("%w; no stored event follows seq %d, so the frame was not one", cause, seq)
 		case next == nil:
 			return true, fmt.Errorf("%w; read the rest of the log over REST", cause)
 		}
-		c.catchUp(ctx, next)
+		c.catchUp(ctx, seq+1, next)
 		if next.raw == nil || next.size+durableEnvelope > largest {
 			break
 		}
 	}
-	return true, fmt.Errorf("%w; read past it over REST, resuming after seq %d", cause, c.durableSeq)
+	seq, _ := c.session.resumeCursor()
+	return true, fmt.Errorf("%w; read past it over REST, resuming after seq %d", cause, seq)
 }
 
 const (
@@ -566,43 +495,33 @@ const (
 	durableEnvelope = int64(len(`{"type":"durable","seq":,"event":}`) + 20)
 )
 
-// catchUp processes one stored event read over REST as its durable frame
-// would have been, or in its place, when too large to hold, the
-// x.openhands.event.oversize that names it.
-func (c *conversation) catchUp(ctx context.Context, ev *storedEvent) {
-	w := c.watch
-	seq := c.durableSeq + 1
+// catchUp processes one stored event read over REST, at seq, as its
+// durable frame would have been, or in its place, when too large to hold,
+// the x.openhands.event.oversize that names it.
+func (c *conversation) catchUp(ctx context.Context, seq int64, ev *storedEvent) {
 	fields := []zap.Field{
 		zap.String("conversation", c.id), zap.Int64("seq", seq),
 		zap.String("vendor_event_id", ev.id), zap.Int64("size_bytes", ev.size),
 	}
 	if ev.raw != nil {
-		w.tel.restCatchUp(ctx, "mapped")
-		w.rl.Warn("oversize:"+c.id, "the session socket failed on an oversize frame; reading stored events over REST", fields...)
+		c.tel.restCatchUp(ctx, "mapped")
+		c.rl.Warn("oversize:"+c.id, "the session socket failed on an oversize frame; reading stored events over REST", fields...)
 		event, err := mapping.DecodeEvent(ev.raw)
-		c.handleDurable(ctx, seq, len(ev.raw), event, err)
+		c.session.handleDurable(ctx, seq, len(ev.raw), event, err)
 		return
 	}
-	w.tel.restCatchUp(ctx, "degraded")
-	w.rl.Warn("oversize:"+c.id, "a stored event is larger than max_frame_bytes; emitting x.openhands.event.oversize in its place",
-		append(fields, zap.Int64("max_frame_bytes", w.api.maxFrame))...)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.durableSeq, c.durableID = seq, ev.id
-	c.lastSeen = time.Now()
-	c.noteStoredLocked(ev.timestamp)
-	placeholder := mapping.Oversize{ID: ev.id, Kind: ev.kind, Timestamp: ev.timestamp, Size: ev.size, Limit: w.api.maxFrame}
-	c.mapped = append(c.mapped, c.decorator.Decorate(placeholder.Event(), c.mapper.Oversize(placeholder, time.Now()))...)
+	c.tel.restCatchUp(ctx, "degraded")
+	c.rl.Warn("oversize:"+c.id, "a stored event is larger than max_frame_bytes; emitting x.openhands.event.oversize in its place",
+		append(fields, zap.Int64("max_frame_bytes", c.api.maxFrame))...)
+	c.session.oversize(seq, mapping.Oversize{ID: ev.id, Kind: ev.kind, Timestamp: ev.timestamp, Size: ev.size, Limit: c.api.maxFrame})
 }
 
 // replayHistory pages the persisted log: all of it on first attach, else
 // from a margin before the newest vendor timestamp seen.
 func (c *conversation) replayHistory(ctx context.Context) error {
-	c.mu.Lock()
-	since := resumeFrom(c.resumeTS)
-	c.mu.Unlock()
-	defer c.flush(ctx)
-	return c.watch.api.searchEvents(ctx, c.id, since, func(raw json.RawMessage) error {
+	since := resumeFrom(c.session.resumeTS())
+	defer c.session.flush(ctx)
+	return c.api.searchEvents(ctx, c.id, since, func(raw json.RawMessage) error {
 		c.handleEvent(ctx, raw, true, false)
 		return ctx.Err()
 	})
@@ -650,33 +569,32 @@ func (c *conversation) takeConnectSnapshot() bool {
 // events advance the seq cursor a reconnect resumes from (after_seq),
 // transient ones do not; text deltas feed the streaming-delta mapping.
 func (c *conversation) handleSessionFrame(ctx context.Context, raw []byte) {
-	w := c.watch
 	f, err := decodeSessionFrame(raw)
 	switch {
 	case err != nil:
-		c.undecodable(ctx, mapping.UndecodableFrame, len(raw), err)
+		c.session.undecodable(ctx, mapping.UndecodableFrame, len(raw), err)
 		return
 	case f.Type == "durable" && (f.Seq == nil || f.Event == nil):
-		c.undecodable(ctx, mapping.UndecodableFrame, len(raw), errors.New("a durable frame without seq or event"))
+		c.session.undecodable(ctx, mapping.UndecodableFrame, len(raw), errors.New("a durable frame without seq or event"))
 		return
 	}
 	switch f.Type {
 	case "durable":
 		ev, err := mapping.EventOf(f.Event)
-		c.handleDurable(ctx, *f.Seq, len(raw), ev, err)
+		c.session.handleDurable(ctx, *f.Seq, len(raw), ev, err)
 	case "transient":
 		if ev, err := mapping.EventOf(f.Event); c.decoded(ctx, ev, err, len(raw)) {
-			c.process(ctx, ev, transientFrame, c.takeConnectSnapshot())
+			c.session.process(ctx, ev, transientFrame, c.takeConnectSnapshot())
 		}
 	case "delta":
 		if f.Kind != "" && f.Kind != "text" {
 			return // reasoning never rides: no schema field may hold it
 		}
 		if ev, err := mapping.EventOf(streamingDelta(f)); c.decoded(ctx, ev, err, len(raw)) {
-			c.process(ctx, ev, transientFrame, false)
+			c.session.process(ctx, ev, transientFrame, false)
 		}
 	case "error":
-		w.rl.Warn("server-error:"+c.id, "the agent server reported a socket error",
+		c.rl.Warn("server-error:"+c.id, "the agent server reported a socket error",
 			zap.String("conversation", c.id), zap.String("code", f.Code), zap.String("detail", f.Detail))
 	}
 }
@@ -694,27 +612,6 @@ func streamingDelta(f sessionFrame) map[string]any {
 	}
 }
 
-// handleDurable processes one stored event of the session socket at seq,
-// size bytes, decoded or not (err). The seq cursor alone orders and
-// dedupes stored events: a seq at or below it is a redelivery.
-func (c *conversation) handleDurable(ctx context.Context, seq int64, size int, ev mapping.Event, err error) {
-	if err == nil {
-		c.count(ctx, ev) // duplicates included
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if seq <= c.durableSeq {
-		c.watch.tel.duplicates.Add(ctx, 1)
-		return
-	}
-	c.durableSeq, c.durableID = seq, ev.ID()
-	if err != nil {
-		c.undecodableLocked(ctx, mapping.UndecodableEvent, size, err)
-		return
-	}
-	c.processLocked(ctx, ev, durableFrame, false)
-}
-
 // handleEvent processes one legacy-socket or REST-history event.
 func (c *conversation) handleEvent(ctx context.Context, raw []byte, persisted, connectSnapshot bool) {
 	how := legacyLive
@@ -722,7 +619,7 @@ func (c *conversation) handleEvent(ctx context.Context, raw []byte, persisted, c
 		how = legacyHistory
 	}
 	if ev, err := mapping.DecodeEvent(raw); c.decoded(ctx, ev, err, len(raw)) {
-		c.process(ctx, ev, how, connectSnapshot)
+		c.session.process(ctx, ev, how, connectSnapshot)
 	}
 }
 
@@ -730,230 +627,9 @@ func (c *conversation) handleEvent(ctx context.Context, raw []byte, persisted, c
 // one of size bytes that failed to decode, and reports which.
 func (c *conversation) decoded(ctx context.Context, ev mapping.Event, err error, size int) bool {
 	if err != nil {
-		c.undecodable(ctx, mapping.UndecodableEvent, size, err)
+		c.session.undecodable(ctx, mapping.UndecodableEvent, size, err)
 		return false
 	}
-	c.count(ctx, ev)
+	c.session.count(ctx, ev)
 	return true
-}
-
-// count counts a decoded vendor event, and the numbers in it that ride as
-// text because no float64 holds them.
-func (c *conversation) count(ctx context.Context, ev mapping.Event) {
-	w := c.watch
-	w.tel.vendorEvent(ev.Kind())
-	if n := ev.NumbersAsText(); n > 0 {
-		w.tel.numbersAsText.Add(ctx, int64(n))
-		w.rl.Warn("numbers:"+c.id, "an agent-server event has numbers beyond float64 range; they ride as strings of their digits",
-			zap.String("conversation", c.id), zap.String("vendor_event_id", ev.ID()), zap.Int("numbers", n))
-	}
-}
-
-func (c *conversation) undecodable(ctx context.Context, reason string, size int, err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.undecodableLocked(ctx, reason, size, err)
-}
-
-// undecodableLocked puts x.openhands.frame.undecodable, naming the size and
-// the reason, never the content, in place of a frame or event of size bytes
-// that cannot be decoded (reason: mapping.UndecodableFrame or
-// UndecodableEvent), before anything is sequenced: the session shows the
-// gap, and seq has none.
-func (c *conversation) undecodableLocked(ctx context.Context, reason string, size int, err error) {
-	w := c.watch
-	w.tel.decodeError(ctx, reason)
-	w.rl.Error("decode:"+c.id, "cannot decode agent-server input; emitting x.openhands.frame.undecodable in its place",
-		zap.String("conversation", c.id), zap.String("reason", reason), zap.Int("size_bytes", size), zap.Error(err))
-	out := c.mapper.Undecodable(mapping.Undecodable{Size: int64(size), Reason: reason}, time.Now())
-	c.mapped = append(c.mapped, c.decorator.Decorate(mapping.Event{}, out)...)
-}
-
-// delivery is how an event reached the receiver, which decides whether it
-// can be a repeat.
-type delivery int
-
-const (
-	durableFrame   delivery = iota // session socket, stored, deduped by seq
-	transientFrame                 // session socket, not (yet) stored
-	legacyHistory                  // legacy attach, REST history page
-	legacyLive                     // legacy socket frame
-	webhookPush                    // an event batch the server POSTed (webhook.go)
-)
-
-// isRepeatLocked reports whether ev was already processed. Only a stored
-// event can repeat: on the legacy socket across the resume margin and the
-// attach's buffered frames, on the session socket when the server sent it
-// as transient before it was persisted and later replays it as durable.
-func (c *conversation) isRepeatLocked(ev mapping.Event, how delivery) bool {
-	switch {
-	case how == durableFrame:
-		return c.overlap.retire(ev.ID())
-	case how == webhookPush:
-		return false // checked against either channel by pushedBeforeLocked
-	case ev.Transient():
-		return false // snapshots, deltas, socket errors: never stored, never repeated
-	default:
-		return !c.overlap.add(ev.ID(), ev.Timestamp())
-	}
-}
-
-// noteStoredLocked records that a new stored event, stamped ts, was
-// processed: the resume point and the measure of progress move.
-func (c *conversation) noteStoredLocked(ts string) {
-	c.resumeTS = max(c.resumeTS, ts)
-	c.stored++
-}
-
-func (c *conversation) storedCount() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stored
-}
-
-func (c *conversation) process(ctx context.Context, ev mapping.Event, how delivery, connectSnapshot bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.processLocked(ctx, ev, how, connectSnapshot)
-}
-
-// processLocked dedupes, maps and batches one decoded event.
-func (c *conversation) processLocked(ctx context.Context, ev mapping.Event, how delivery, connectSnapshot bool) {
-	w := c.watch
-	if c.mapper.Ended() {
-		return
-	}
-	if c.isRepeatLocked(ev, how) || c.pushedBeforeLocked(ev, how) {
-		w.tel.duplicates.Add(ctx, 1)
-		return
-	}
-	now := time.Now()
-	c.lastSeen = now
-	// A pushed event is not the socket's progress, nor its resume point,
-	// unless there is no socket (webhook.only).
-	if (how != webhookPush || w.pushOnly) && (how == durableFrame || how == legacyHistory || !ev.Transient()) {
-		c.noteStoredLocked(ev.Timestamp())
-	}
-	prev := c.mapper.Status()
-	var out []*aep.Event
-	if connectSnapshot || ev.Transient() && predates(ev.Timestamp(), c.resumeTS) {
-		// A snapshot older than a persisted event already mapped (one that
-		// waited in the socket buffer while the legacy history was paged)
-		// must not move the status back: it is mapped as stale.
-		out = c.mapper.MapConnectSnapshot(ev, now)
-	} else {
-		out = c.mapper.Map(ev, now)
-	}
-	mapped := out
-	out = c.notes.Decorate(prev, out, now)
-	if text, ok := userText(ev); ok && c.notes != nil {
-		out = c.notes.Said(text, out, now)
-	}
-	out = c.decorator.Decorate(ev, out)
-	c.linkLocked(ev, mapped)
-	w.tel.mapped(ctx, time.Since(now))
-	c.mapped = append(c.mapped, out...)
-	if len(c.mapped) >= maxBatchEvents {
-		c.flushLocked(ctx)
-	}
-}
-
-// flush emits what has been mapped and not yet emitted.
-func (c *conversation) flush(ctx context.Context) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.flushLocked(ctx)
-}
-
-// flushLocked reports whether what was mapped, if anything, was handed on.
-func (c *conversation) flushLocked(ctx context.Context) bool {
-	if len(c.mapped) == 0 {
-		return true
-	}
-	events := c.mapped
-	c.mapped = nil
-	return c.emitLocked(ctx, events)
-}
-
-// emitLocked is the one place a conversation's events leave, in batches
-// (flushLocked): every event mapped since the last one. With storage,
-// the positioned batch is written ahead together with the state it leads
-// to, handed to the pipeline, then marked done; a crash anywhere in
-// between re-sends exactly those records on the next start (journal). It
-// reports whether they were handed on.
-func (c *conversation) emitLocked(ctx context.Context, events []*aep.Event) bool {
-	logs := c.emitter.batch(events)
-	if logs.LogRecordCount() == 0 {
-		return true
-	}
-	if err := c.writeAheadLocked(ctx, logs); err != nil {
-		c.watch.rl.Error("emit:"+c.id, "could not write AEP events ahead; they are not emitted",
-			zap.String("conversation", c.id), zap.Error(err))
-		return false
-	}
-	return c.consumeLocked(ctx, logs)
-}
-
-// consumeLocked hands a batch to the pipeline's consumer. A stored batch
-// the pipeline took needs no write of its own: the next write-ahead
-// replaces it, and markDoneLocked deletes the last one when the
-// conversation detaches. Until then a crash sends it again, a legal
-// redelivery; one storage write per batch instead of two is what that
-// buys. It reports whether the pipeline took the batch.
-func (c *conversation) consumeLocked(ctx context.Context, logs plog.Logs) bool {
-	if err := c.emitter.consume(ctx, logs); err != nil {
-		c.watch.rl.Error("emit:"+c.id, "could not emit AEP events", zap.String("conversation", c.id), zap.Error(err))
-		return false
-	}
-	c.consumed = c.journal != nil
-	return true
-}
-
-// markDoneLocked deletes the stored pending batch once the pipeline took
-// it, so that an orderly restart sends nothing again.
-func (c *conversation) markDoneLocked(ctx context.Context) {
-	if !c.consumed {
-		return
-	}
-	c.consumed = false
-	if err := c.journal.done(ctx, c.id); err != nil {
-		c.watch.tel.storageErrors.Add(ctx, 1)
-		c.watch.rl.Warn("storage:"+c.id, "could not mark a batch done; a restart sends it again",
-			zap.String("conversation", c.id), zap.Error(err))
-	}
-}
-
-// writeAheadLocked persists logs with the state they lead to, retrying a
-// failing storage with the reconnect backoff: records leave only once a
-// crash can no longer make the receiver map their vendor events again.
-func (c *conversation) writeAheadLocked(ctx context.Context, logs plog.Logs) error {
-	if c.journal == nil {
-		return nil
-	}
-	pending, err := encodeBatch(logs)
-	if err != nil {
-		return err
-	}
-	state := c.snapshotLocked()
-	for attempt := 0; ; attempt++ {
-		written, err := c.journal.writeAhead(ctx, c.id, state, pending)
-		if err == nil {
-			c.watch.tel.storageWritten.Add(ctx, int64(written))
-			c.consumed = false // the stored batch is this one now
-			return nil
-		}
-		c.watch.tel.storageErrors.Add(ctx, 1)
-		c.watch.rl.Warn("storage:"+c.id, "storage refused a write-ahead; retrying", zap.String("conversation", c.id), zap.Error(err))
-		if err := c.watch.reconnect.Sleep(ctx, attempt); err != nil {
-			return fmt.Errorf("write-ahead: %w", err)
-		}
-	}
-}
-
-// idleExpired reports whether the conversation has sat idle or terminal,
-// with no event, for at least d.
-func (c *conversation) idleExpired(d time.Duration) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return mapping.ClosesRuns(c.mapper.Status()) && time.Since(c.lastSeen) >= d
 }

@@ -61,7 +61,7 @@ func injectSearchItems(t *testing.T, stub *oh.Server, prefix string, extra ...st
 // bad keeps its session.
 func TestBadSearchItemsAreSkipped(t *testing.T) {
 	stub := startStub(t)
-	good, known := newConversation(t, stub), newConversation(t, stub)
+	good, known := createConversation(t, stub), createConversation(t, stub)
 	hostile := injectSearchItems(t, stub, "",
 		`{"id":"`+oh.NewUUID()+`","execution_status":"idle","updated_at":1733000000}`,
 		`{"id":"`+known.ID()+`","execution_status":"idle","updated_at":1733000000}`,
@@ -101,7 +101,7 @@ func TestBadSearchItemsAreSkipped(t *testing.T) {
 func TestConversationIDCannotSteerTheSocket(t *testing.T) {
 	const prefix = "/tenant-a"
 	stub := startStub(t)
-	good := newConversation(t, stub)
+	good := createConversation(t, stub)
 	front, seen := startFront(t, stub, prefix, injectSearchItems(t, stub, prefix,
 		`{"id":"../../../tenant-b/sockets/session/victim","execution_status":"running","updated_at":"2030-01-01T00:00:00Z"}`,
 		`{"id":"..%2F..%2Ftenant-b%2Fsockets%2Fsession%2Fvictim","execution_status":"running","updated_at":"2030-01-01T00:00:00Z"}`))
@@ -127,7 +127,7 @@ func TestSearchStopsAtTheCap(t *testing.T) {
 	stub := startStub(t)
 	var convs []*oh.Conversation
 	for range 250 {
-		convs = append(convs, newConversation(t, stub))
+		convs = append(convs, createConversation(t, stub))
 	}
 	recent := []*oh.Conversation{convs[3], convs[150], convs[7]}
 	for _, c := range recent {
@@ -167,7 +167,7 @@ func TestSearchStopsAtTheCap(t *testing.T) {
 // server says it is gone.
 func TestTruncatedListingEndsNothing(t *testing.T) {
 	stub := startStub(t)
-	a, b := newConversation(t, stub), newConversation(t, stub)
+	a, b := createConversation(t, stub), createConversation(t, stub)
 	cfg := fastConfig(socketSession, stub)
 	cfg.Servers[0].MaxConversations = 2
 	h := startHarness(t, cfg)
@@ -176,7 +176,7 @@ func TestTruncatedListingEndsNothing(t *testing.T) {
 
 	// 150 newer conversations fill the first page: a and b are past the cut.
 	for range 150 {
-		newConversation(t, stub)
+		createConversation(t, stub)
 	}
 	overflow := func() int64 { return h.metric("otelcol_openhands_conversations_overflow", "", "") }
 	require.Eventually(t, func() bool { return overflow() == 100 }, waitFor, tick)
@@ -210,7 +210,7 @@ func TestTruncatedListingEndsNothing(t *testing.T) {
 // known conversation is looked up or ended for being unlisted.
 func TestFailedRoundEndsNothing(t *testing.T) {
 	stub := startStub(t)
-	known := newConversation(t, stub)
+	known := createConversation(t, stub)
 	var broken atomic.Bool
 	front, _ := startFront(t, stub, "", func(w http.ResponseWriter, r *http.Request) bool {
 		if !broken.Load() || r.URL.Path != "/api/conversations/search" || r.URL.Query().Get("page_id") == "" {
@@ -228,7 +228,7 @@ func TestFailedRoundEndsNothing(t *testing.T) {
 	broken.Store(true)
 	var newer []*oh.Conversation
 	for range 100 {
-		newer = append(newer, newConversation(t, stub))
+		newer = append(newer, createConversation(t, stub))
 	}
 	for _, c := range newer {
 		waitSockets(t, c, 1)

@@ -167,9 +167,9 @@ func vendorEventsOnce(t *testing.T, evs []*aep.Event, conv *oh.Conversation) {
 
 func TestStateEncoding(t *testing.T) {
 	s := durableState{
-		Epoch: 7, NextSeq: 12,
-		Cursor:  cursor{DurableSeq: 40, ResumeTS: "2026-07-12T10:15:00.123456", Recent: []string{"a", "b"}},
-		Mapping: mapping.State{Status: "running", Runs: 2, Run: "run:c:2", RunStartedID: "R", StartedID: "S"},
+		position: position{Epoch: 7, NextSeq: 12},
+		Cursor:   cursor{DurableSeq: 40, ResumeTS: "2026-07-12T10:15:00.123456", Recent: []string{"a", "b"}},
+		Mapping:  mapping.State{Status: "running", Runs: 2, Run: "run:c:2", RunStartedID: "R", StartedID: "S"},
 		Decoration: mapping.DecoratorState{
 			Tools:        map[string]mapping.ToolCall{"call c1": {RequestedID: "T", At: "2026-07-12T10:15:00.1"}},
 			RunStartedAt: "2026-07-12T10:14:00.5", RunBaseline: mapping.Stats{"agent": {PromptTokens: 3}},
@@ -230,7 +230,7 @@ func TestShardOfIsStable(t *testing.T) {
 func runOnStorage(t *testing.T, socket string, tools int) (*oh.Server, *oh.Conversation, *memStorage, *harness) {
 	t.Helper()
 	stub := startStub(t)
-	conv := newConversation(t, stub)
+	conv := createConversation(t, stub)
 	mem := newMemStorage(nil)
 	h := startHarnessWith(t, storageConfig(socket, stub), mem.extensions())
 	h.waitLive(conv, 1)
@@ -308,7 +308,7 @@ func TestCrashResendsPendingBatchByteForByte(t *testing.T) {
 // generation, so nothing it emits collides with the old session.
 func TestRestartWithoutStorageIsANewSession(t *testing.T) {
 	stub := startStub(t)
-	conv := newConversation(t, stub)
+	conv := createConversation(t, stub)
 	h1 := startHarness(t, fastConfig(socketSession, stub))
 	h1.waitLive(conv, 1)
 	playRun(t, conv, 2)
@@ -329,7 +329,7 @@ func TestRestartWithoutStorageIsANewSession(t *testing.T) {
 // starts fresh in a new session, the other resumes, the receiver runs on.
 func TestUnreadableStateStartsFresh(t *testing.T) {
 	stub := startStub(t)
-	broken, intact := newConversation(t, stub), newConversation(t, stub)
+	broken, intact := createConversation(t, stub), createConversation(t, stub)
 	mem := newMemStorage(nil)
 	h1 := startHarnessWith(t, storageConfig(socketSession, stub), mem.extensions())
 	h1.waitLive(broken, 1)
@@ -363,7 +363,7 @@ func TestShardSplitsConversations(t *testing.T) {
 	stub := startStub(t)
 	var convs []*oh.Conversation
 	for range 24 {
-		convs = append(convs, newConversation(t, stub))
+		convs = append(convs, createConversation(t, stub))
 	}
 	mems := []*memStorage{newMemStorage(nil), newMemStorage(nil), newMemStorage(nil)}
 	replicas := func(count int) []*harness {

@@ -18,13 +18,13 @@ import (
 
 const scopeName = "github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
 
-// sessionEmitter owns one session's (epoch, seq) and turns its AEP events
-// into log records: one ResourceLogs per conversation.
+// sessionEmitter is the one sequencer of a session's (epoch, seq), held in
+// the session's durable state (pos), and turns its AEP events into log
+// records: one ResourceLogs per conversation.
 type sessionEmitter struct {
 	next     consumer.Logs
 	resource pcommon.Resource // template, copied into every batch
-	epoch    int64
-	seq      int64
+	pos      *position
 	retry    backoff.Config
 	tel      *telemetry
 	logger   *zap.Logger
@@ -44,7 +44,7 @@ func (e *sessionEmitter) records(events []*aep.Event) plog.Logs {
 	return e.project(events, false)
 }
 
-func (e *sessionEmitter) project(events []*aep.Event, position bool) plog.Logs {
+func (e *sessionEmitter) project(events []*aep.Event, assign bool) plog.Logs {
 	logs := plog.NewLogs()
 	if len(events) == 0 {
 		return logs
@@ -55,15 +55,15 @@ func (e *sessionEmitter) project(events []*aep.Event, position bool) plog.Logs {
 	sl.Scope().SetName(scopeName)
 	observed := pcommon.NewTimestampFromTime(time.Now())
 	for _, ev := range events {
-		if position {
-			ev.Epoch, ev.Seq = aep.Int64(e.epoch), aep.Int64(e.seq)
+		if assign {
+			ev.Epoch, ev.Seq = aep.Int64(e.pos.Epoch), aep.Int64(e.pos.NextSeq)
 		}
 		lr := plog.NewLogRecord()
 		if err := projection.ToLogRecord(ev, lr, projection.Options{}); err != nil {
 			// The mapper built an event the projection refuses: a bug (what
 			// the projection cannot carry is made text or a stand-in when
 			// decoded), but one event must not stop the session.
-			if position {
+			if assign {
 				ev.Seq = nil
 			}
 			e.tel.refused.Add(context.Background(), 1)
@@ -71,8 +71,8 @@ func (e *sessionEmitter) project(events []*aep.Event, position bool) plog.Logs {
 				zap.String("aep.type", ev.Type), zap.String("aep.id", ev.ID), zap.Error(err))
 			continue
 		}
-		if position {
-			e.seq++
+		if assign {
+			e.pos.NextSeq++
 		}
 		lr.SetObservedTimestamp(observed)
 		lr.MoveTo(sl.LogRecords().AppendEmpty())

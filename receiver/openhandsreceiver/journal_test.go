@@ -114,7 +114,7 @@ func watchOnStorage(t *testing.T, stub *oh.Server, extensions map[component.ID]c
 // again, it gets no second session.
 func TestEndedConversationLeavesStorage(t *testing.T) {
 	stub := startStub(t)
-	gone, kept := newConversation(t, stub), newConversation(t, stub)
+	gone, kept := createConversation(t, stub), createConversation(t, stub)
 	rec := newRecordingStorage(nil)
 	h := watchOnStorage(t, stub, rec.extensions(), gone, kept)
 	require.NotEmpty(t, keysOf(rec.snapshot(), gone.ID()))
@@ -152,7 +152,7 @@ func TestEndedConversationLeavesStorage(t *testing.T) {
 // leaves storage then.
 func TestCrashBeforeEndedConversationLeavesStorage(t *testing.T) {
 	stub := startStub(t)
-	conv := newConversation(t, stub)
+	conv := createConversation(t, stub)
 	mem := newMemStorage(nil)
 	h1 := watchOnStorage(t, stub, mem.extensions(), conv)
 	require.NoError(t, conv.Delete())
@@ -180,7 +180,7 @@ func TestCrashBeforeEndedConversationLeavesStorage(t *testing.T) {
 // storage.
 func TestStartBuildsOnlyWhatDiscoveryShows(t *testing.T) {
 	stub := startStub(t)
-	live, deleted := newConversation(t, stub), newConversation(t, stub)
+	live, deleted := createConversation(t, stub), createConversation(t, stub)
 	mem := newMemStorage(nil)
 	h1 := watchOnStorage(t, stub, mem.extensions(), live, deleted)
 	require.NoError(t, h1.rcv.Shutdown(context.Background()))

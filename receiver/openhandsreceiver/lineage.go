@@ -51,7 +51,7 @@ func parentID(ev mapping.Event) string {
 // records ev's own. The answers of tool calls and attention requests are
 // left alone: their cause is what they answer (mapping.Decorator), and it
 // keys their spans (internal/aep/runtrace).
-func (c *conversation) linkLocked(ev mapping.Event, mapped []*aep.Event) {
+func (s *session) linkLocked(ev mapping.Event, mapped []*aep.Event) {
 	if ev.Transient() {
 		return // never stored, never a parent
 	}
@@ -59,8 +59,8 @@ func (c *conversation) linkLocked(ev mapping.Event, mapped []*aep.Event) {
 	if len(mapped) > 0 {
 		first = mapped[0].ID
 	}
-	c.vendorIDs.Put(ev.ID(), first)
-	parent := c.vendorIDs.Get(parentID(ev))
+	s.vendorIDs.Put(ev.ID(), first)
+	parent := s.vendorIDs.Get(parentID(ev))
 	if parent == "" {
 		return
 	}

@@ -16,7 +16,7 @@ import (
 func TestParentIDBecomesCause(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		stub := startStub(t)
-		conv := newConversation(t, stub)
+		conv := createConversation(t, stub)
 		h := startHarness(t, fastConfig(socket, stub))
 		h.waitLive(conv, 1)
 		msg := mustAppend(t, conv, oh.MessageEvent("user", "list the files"))

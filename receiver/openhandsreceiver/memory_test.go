@@ -29,7 +29,7 @@ func offlineConversationWith(tb testing.TB, id string, cfg *Config) *conversatio
 	base, err := url.Parse("http://127.0.0.1:8000")
 	require.NoError(tb, err)
 	w := r.newServerWatch(&serverClient{name: "offline", base: base, hostPort: "127.0.0.1:8000"}, 1)
-	c, err := w.newSession(conversationInfo{ID: id}, nil, w)
+	c, err := w.open(conversationInfo{ID: id}, nil)
 	require.NoError(tb, err)
 	return c
 }
@@ -71,7 +71,7 @@ func feedHistory(c *conversation, conv, n int, session bool) {
 			c.handleEvent(ctx, historyEvent(conv, i), true, false)
 		}
 	}
-	c.flush(ctx)
+	c.session.flush(ctx)
 }
 
 // TestOverlapBoundedByResumeMargin: after a long history the dedupe window
@@ -82,13 +82,13 @@ func TestOverlapBoundedByResumeMargin(t *testing.T) {
 	legacy := offlineConversation(t, "legacy")
 	feedHistory(legacy, 0, n, false)
 	margin := int(resumeMargin / (100 * time.Millisecond))
-	require.LessOrEqual(t, legacy.overlap.len(), margin+1)
-	require.LessOrEqual(t, cap(legacy.overlap.entries), 4*(margin+1)+64, "the backing array does not keep the history")
+	require.LessOrEqual(t, legacy.session.overlap.len(), margin+1)
+	require.LessOrEqual(t, cap(legacy.session.overlap.entries), 4*(margin+1)+64, "the backing array does not keep the history")
 
 	session := offlineConversation(t, "session")
 	feedHistory(session, 0, n, true)
-	require.Zero(t, session.overlap.len())
-	require.Equal(t, int64(n-1), session.durableSeq)
+	require.Zero(t, session.session.overlap.len())
+	require.Equal(t, int64(n-1), session.session.resumeSeq())
 }
 
 // BenchmarkConversationHeap reports the heap one conversation keeps after

@@ -18,8 +18,8 @@ import (
 // warning, and get sockets as slots free up, most recently updated first.
 func TestMaxConversationsOverflow(t *testing.T) {
 	stub := startStub(t)
-	oldest, older := newConversation(t, stub), newConversation(t, stub)
-	newer, newest := newConversation(t, stub), newConversation(t, stub)
+	oldest, older := createConversation(t, stub), createConversation(t, stub)
+	newer, newest := createConversation(t, stub), createConversation(t, stub)
 	// Search lists them by creation; updates reorder them.
 	mustAppend(t, older, oh.MessageEvent("user", "updated after creation"))
 	mustAppend(t, newer, oh.MessageEvent("user", "updated later"))

@@ -41,7 +41,7 @@ func TestPoisonEventOnSessionSocket(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stub := oh.Start(t, oh.Config{SessionAPIKeys: []string{testKey}, MaxFrameBytes: tc.serverCap})
-			conv := newConversation(t, stub)
+			conv := createConversation(t, stub)
 			if !tc.first {
 				mustStatus(t, conv, oh.StatusRunning)
 			}
@@ -97,7 +97,7 @@ func TestPoisonEventOnSessionSocket(t *testing.T) {
 // reconnects once past it and keeps the conversation flowing.
 func TestPoisonEventLive(t *testing.T) {
 	stub := oh.Start(t, oh.Config{SessionAPIKeys: []string{testKey}, MaxFrameBytes: smallFrameCap})
-	conv := newConversation(t, stub)
+	conv := createConversation(t, stub)
 	h := startHarness(t, fastConfig(socketSession, stub))
 	h.waitLive(conv, 1)
 	mustStatus(t, conv, oh.StatusRunning)
@@ -115,7 +115,7 @@ func TestPoisonEventLive(t *testing.T) {
 // exponentially rather than restart from initial_interval.
 func TestServerClosingAfterSyncBacksOff(t *testing.T) {
 	stub := oh.Start(t, oh.Config{SessionAPIKeys: []string{testKey}, MaxFrameBytes: smallFrameCap})
-	conv := newConversation(t, stub)
+	conv := createConversation(t, stub)
 	// A state key this large makes both its update event and every
 	// connect-time snapshot too large for the socket.
 	_, err := conv.SetState("notes", poisonText)
@@ -153,7 +153,7 @@ func TestServerClosingAfterSyncBacksOff(t *testing.T) {
 // overlap window must: it is emitted once.
 func TestStoredEventFirstSentAsTransient(t *testing.T) {
 	stub := startStub(t)
-	conv := newConversation(t, stub)
+	conv := createConversation(t, stub)
 	h := startHarness(t, fastConfig(socketSession, stub))
 	h.waitLive(conv, 1)
 	mustStatus(t, conv, oh.StatusRunning)

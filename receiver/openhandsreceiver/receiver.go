@@ -49,9 +49,10 @@ type openhandsReceiver struct {
 
 	// sessions is what the control extension finds conversations in.
 	sessions *sessionIndex
-	// gated: a control extension is configured; answerable: it is on.
-	gated, answerable bool
-	unregister        func()
+	// newNotes makes a session's control state: the control extension's,
+	// nil without one.
+	newNotes   openhandscontrol.NewNotesFunc
+	unregister func()
 
 	healthMu   sync.Mutex
 	health     map[serverAspect]error // nil = healthy
@@ -83,13 +84,12 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*openh
 
 func (r *openhandsReceiver) Start(ctx context.Context, host component.Host) error {
 	r.host = host
+	var control openhandscontrol.Registrar
 	if r.cfg.Control != nil {
-		reg, err := findControl(*r.cfg.Control, host.GetExtensions())
-		if err != nil {
+		var err error
+		if control, err = findControl(*r.cfg.Control, host.GetExtensions()); err != nil {
 			return err
 		}
-		r.gated = true
-		r.answerable, r.unregister = reg.Register(r.sessions)
 	}
 	r.warnPlaintext()
 	epoch := processEpochs.next()
@@ -103,15 +103,22 @@ func (r *openhandsReceiver) Start(ctx context.Context, host component.Host) erro
 		r.storage = client
 	}
 	conversations, restConns := connectionBudget(descriptorLimit(), len(r.cfg.Servers))
-	watches := make([]*serverWatch, 0, len(r.cfg.Servers))
+	apis := make([]*serverClient, len(r.cfg.Servers))
 	for i := range r.cfg.Servers {
-		sc := &r.cfg.Servers[i]
-		api, err := r.newServerClient(ctx, host, sc, restConns)
+		api, err := r.newServerClient(ctx, host, &r.cfg.Servers[i], restConns)
 		if err != nil {
 			return errors.Join(fmt.Errorf("servers[%d]: %w", i, err), r.closeStorage(ctx))
 		}
+		apis[i] = api
+		r.sessions.servers = append(r.sessions.servers, api.control())
+	}
+	if control != nil {
+		r.newNotes, r.unregister = control.Register(r.sessions)
+	}
+	watches := make([]*serverWatch, 0, len(r.cfg.Servers))
+	for i, api := range apis {
 		w := r.newServerWatch(api, epoch)
-		w.maxConversations = cmp.Or(sc.MaxConversations, conversations)
+		w.maxConversations = cmp.Or(r.cfg.Servers[i].MaxConversations, conversations)
 		w.logger.Info("attaching at most max_conversations at once", zap.Int("max_conversations", w.maxConversations))
 		watches = append(watches, w)
 	}
@@ -132,17 +139,13 @@ func (r *openhandsReceiver) Start(ctx context.Context, host component.Host) erro
 }
 
 // warnPlaintext warns once per server reached over plaintext http that
-// carries its session key or, with the gate open, control writes.
+// carries its session key. An open control gate warns of its own writes
+// (openhandscontrol.Registrar).
 func (r *openhandsReceiver) warnPlaintext() {
 	for i, s := range r.cfg.Servers {
-		var carried []string
 		if s.SessionAPIKey != "" {
-			carried = append(carried, "session_api_key")
+			endpoint.WarnPlaintext(r.set.Logger, fmt.Sprintf("servers[%d].endpoint", i), s.Endpoint, "session_api_key")
 		}
-		if r.answerable {
-			carried = append(carried, "control writes")
-		}
-		endpoint.WarnPlaintext(r.set.Logger, fmt.Sprintf("servers[%d].endpoint", i), s.Endpoint, carried...)
 	}
 }
 
@@ -278,65 +281,44 @@ func (r *openhandsReceiver) newServerWatch(api *serverClient, epoch int64) *serv
 		pushes, window = make(chan push), webhookWindow
 	}
 
-	return &serverWatch{
+	// One table per server: a failing server cannot use up the log budget
+	// of another, and every line names its server.
+	rl := ratelog.New(logger, logEvery)
+	w := &serverWatch{
 		api:          api,
 		pollInterval: r.cfg.PollInterval,
-		idleDetach:   r.cfg.IdleDetach,
-		reconnect:    r.cfg.Reconnect,
 		health:       r.reportHealth,
 		tel:          r.tel,
 		logger:       logger,
-		// One table per server: a failing server cannot use up the log
-		// budget of another, and every line names its server.
-		rl:      ratelog.New(logger, logEvery),
-		shard:   r.cfg.Shard,
-		journal: j,
-		convs:   make(map[string]*conversation),
-		seenIn:  make(map[string]uint64),
-		index:   r.sessions,
-		ended:   newRecentIDs(endedWindow),
-		pushes:  pushes,
-		// webhook.only: the pushes and events/search, no socket.
-		pushOnly: r.cfg.Webhook.HasValue() && r.cfg.Webhook.Get().Only,
-		// newSession starts a conversation in this process's generation,
-		// or resumes the one restored from storage.
-		newSession: func(info conversationInfo, restored *durableState, w *serverWatch) (*conversation, error) {
-			generation := epoch
-			if restored != nil {
-				generation = restored.Epoch
-			}
-			cfg := r.mappingConfig(api.hostPort, info.ID, generation)
-			cfg.Lineage = w.lineage(info)
-			mapper, err := mapping.NewConversation(cfg)
-			if err != nil {
-				return nil, err
-			}
-			var notes *openhandscontrol.Notes
-			if r.gated {
-				notes = openhandscontrol.NewNotes(mapper, r.answerable)
-			}
-			c := &conversation{
-				id:        info.ID,
-				watch:     w,
-				journal:   j,
-				info:      info,
-				mapper:    mapper,
-				decorator: mapping.NewDecorator(mapping.DecoratorState{}),
-				notes:     notes,
-				emitter: &sessionEmitter{
-					next: r.next, resource: resource, epoch: generation,
-					retry: r.cfg.Reconnect, tel: r.tel, logger: logger,
-				},
-				overlap:    newOverlapIDs(),
-				vendorIDs:  newVendorIDs(window),
-				durableSeq: -1,
-			}
-			if restored != nil {
-				c.restore(*restored)
-			}
-			return c, nil
+		rl:           rl,
+		shard:        r.cfg.Shard,
+		journal:      j,
+		epoch:        epoch,
+		convs:        make(map[string]*conversation),
+		seenIn:       make(map[string]uint64),
+		index:        r.sessions,
+		ended:        newRecentIDs(endedWindow),
+		pushes:       pushes,
+		sessions: &sessionSettings{
+			server: api, journal: j, next: r.next, resource: resource,
+			tel: r.tel, logger: logger, rl: rl, retry: r.cfg.Reconnect,
+			mapping: func(id string, epoch int64, lineage mapping.Lineage) mapping.Config {
+				cfg := r.mappingConfig(api.hostPort, id, epoch)
+				cfg.Lineage = lineage
+				return cfg
+			},
+			newNotes:     r.newNotes,
+			vendorWindow: window,
+			webhook:      pushes != nil,
+			// webhook.only: the pushes and events/search, no socket.
+			pushOnly: r.cfg.Webhook.HasValue() && r.cfg.Webhook.Get().Only,
 		},
 	}
+	w.attaches = &attachSettings{
+		api: api, tel: r.tel, logger: logger, rl: rl,
+		reconnect: r.cfg.Reconnect, idleDetach: r.cfg.IdleDetach, fatal: w.reportConversationFatal,
+	}
+	return w
 }
 
 // healthAspect is one thing that can be wrong with a server.

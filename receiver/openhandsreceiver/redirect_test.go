@@ -94,7 +94,7 @@ func redirectTo(target string, code int, match func(*http.Request) bool) func(ht
 // key to the redirect target; the search fails with a clear error.
 func TestSearchRedirectIsRefused(t *testing.T) {
 	stub := startStub(t)
-	newConversation(t, stub)
+	createConversation(t, stub)
 	target, reached := startRedirectTarget(t)
 	front, seen := startFront(t, stub, "", redirectTo(target.URL, http.StatusFound, func(r *http.Request) bool {
 		return r.URL.Path == "/api/conversations/search"

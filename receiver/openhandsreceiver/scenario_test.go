@@ -302,7 +302,7 @@ func mustStatus(t *testing.T, c *oh.Conversation, status string) {
 	require.NoError(t, err)
 }
 
-func newConversation(t *testing.T, s *oh.Server) *oh.Conversation {
+func createConversation(t *testing.T, s *oh.Server) *oh.Conversation {
 	t.Helper()
 	c, err := s.CreateConversation(oh.ConversationOptions{})
 	require.NoError(t, err)
@@ -319,7 +319,7 @@ func waitSockets(t *testing.T, c *oh.Conversation, n int) {
 func TestApprovalLoopAndIsErrorSplit(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		stub := startStub(t)
-		conv := newConversation(t, stub)
+		conv := createConversation(t, stub)
 		h := startHarness(t, fastConfig(socket, stub))
 		h.waitTypes(conv.ID(), "session.started", "state.snapshot")
 		h.waitLive(conv, 1)
@@ -394,7 +394,7 @@ func TestTerminalStatuses(t *testing.T) {
 		} {
 			t.Run(tc.status, func(t *testing.T) {
 				stub := startStub(t)
-				conv := newConversation(t, stub)
+				conv := createConversation(t, stub)
 				h := startHarness(t, fastConfig(socket, stub))
 				h.waitLive(conv, 1)
 				mustStatus(t, conv, oh.StatusRunning)
@@ -414,7 +414,7 @@ func TestTerminalStatuses(t *testing.T) {
 
 		t.Run("deleted with pending attention", func(t *testing.T) {
 			stub := startStub(t)
-			conv := newConversation(t, stub)
+			conv := createConversation(t, stub)
 			h := startHarness(t, fastConfig(socket, stub))
 			h.waitLive(conv, 1)
 			mustStatus(t, conv, oh.StatusRunning)
@@ -435,7 +435,7 @@ func TestDeltasOffThenOn(t *testing.T) {
 		for _, deltas := range []bool{false, true} {
 			t.Run(fmt.Sprintf("deltas=%v", deltas), func(t *testing.T) {
 				stub := startStub(t)
-				conv := newConversation(t, stub)
+				conv := createConversation(t, stub)
 				cfg := fastConfig(socket, stub)
 				cfg.Deltas = deltas
 				h := startHarness(t, cfg)
@@ -467,7 +467,7 @@ func TestDeltasOffThenOn(t *testing.T) {
 func TestReconnectMidRunWithOverlap(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		stub := startStub(t)
-		conv := newConversation(t, stub)
+		conv := createConversation(t, stub)
 		h := startHarness(t, fastConfig(socket, stub))
 		h.waitLive(conv, 1)
 		mustStatus(t, conv, oh.StatusRunning)
@@ -514,7 +514,7 @@ func TestReconnectAfterLongHistory(t *testing.T) {
 				return historyStart.Add(time.Duration(n) * 100 * time.Millisecond)
 			},
 		})
-		conv := newConversation(t, stub)
+		conv := createConversation(t, stub)
 		mustStatus(t, conv, oh.StatusRunning)
 		for range 500 {
 			act := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
@@ -564,7 +564,7 @@ func count(evs []*aep.Event, typ string) int {
 func TestAdversarialInterleaving(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		stub := startStub(t)
-		conv := newConversation(t, stub)
+		conv := createConversation(t, stub)
 		mustStatus(t, conv, oh.StatusRunning)
 		for range 150 { // more than one page of history
 			mustAppend(t, conv, oh.MessageEvent("agent", "thinking"))
@@ -606,7 +606,7 @@ func TestAdversarialInterleaving(t *testing.T) {
 func TestTwoServers(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		a, b := startStub(t), startStub(t)
-		ca, cb := newConversation(t, a), newConversation(t, b)
+		ca, cb := createConversation(t, a), createConversation(t, b)
 		h := startHarness(t, fastConfig(socket, a, b))
 		h.waitLive(ca, 1)
 		h.waitLive(cb, 1)
@@ -626,7 +626,7 @@ func TestTwoServers(t *testing.T) {
 func TestSessionEndsWhenConversationDisappears(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		stub := startStub(t)
-		conv := newConversation(t, stub)
+		conv := createConversation(t, stub)
 		h := startHarness(t, fastConfig(socket, stub))
 		h.waitLive(conv, 1)
 		require.NoError(t, conv.Delete())
@@ -642,7 +642,7 @@ func TestSessionEndsWhenConversationDisappears(t *testing.T) {
 func TestIdleDetachAndReattach(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		stub := startStub(t)
-		conv := newConversation(t, stub)
+		conv := createConversation(t, stub)
 		cfg := fastConfig(socket, stub)
 		cfg.IdleDetach = 200 * time.Millisecond
 		h := startHarness(t, cfg)
@@ -664,7 +664,7 @@ func TestIdleDetachAndReattach(t *testing.T) {
 func TestBadInputKeepsOtherConversationsFlowing(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		stub := startStub(t)
-		bad, good := newConversation(t, stub), newConversation(t, stub)
+		bad, good := createConversation(t, stub), createConversation(t, stub)
 		h := startHarness(t, fastConfig(socket, stub))
 		h.waitLive(bad, 1)
 		h.waitLive(good, 1)
@@ -724,7 +724,7 @@ func badFrames(socket string) [][]byte {
 
 func TestWrongKeyIsPermanent(t *testing.T) {
 	stub := startStub(t)
-	newConversation(t, stub)
+	createConversation(t, stub)
 	cfg := fastConfig(socketEvents, stub)
 	cfg.Servers[0].SessionAPIKey = configopaque.String("wrong")
 	h := startHarness(t, cfg)
@@ -735,7 +735,7 @@ func TestWrongKeyIsPermanent(t *testing.T) {
 func TestAgentServerRestartMidRun(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		stub := startStub(t)
-		conv := newConversation(t, stub)
+		conv := createConversation(t, stub)
 		h := startHarness(t, fastConfig(socket, stub))
 		h.waitLive(conv, 1)
 		mustStatus(t, conv, oh.StatusRunning)
@@ -755,7 +755,7 @@ func TestAgentServerRestartMidRun(t *testing.T) {
 func TestUnknownConversationCloseRetriesAtDiscovery(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		stub := startStub(t)
-		conv := newConversation(t, stub)
+		conv := createConversation(t, stub)
 		h := startHarness(t, fastConfig(socket, stub))
 		h.waitLive(conv, 1)
 		conv.CloseSockets(4004, "Conversation not found")
@@ -787,7 +787,7 @@ func TestTransportShapesAndTimestampForms(t *testing.T) {
 				return base.Add(time.Duration(n) * time.Second)
 			},
 		})
-		conv := newConversation(t, stub)
+		conv := createConversation(t, stub)
 		h := startHarness(t, fastConfig(socket, stub))
 		h.waitLive(conv, 1)
 		mustStatus(t, conv, oh.StatusRunning)
@@ -817,7 +817,7 @@ func TestSecretSplitAcrossDeltasNeverLeavesWhole(t *testing.T) {
 		// Streamed text rides the legacy socket only on servers before the
 		// session socket; 1.58.2 blanks it there.
 		stub := oh.Start(t, oh.Config{SessionAPIKeys: []string{testKey}, WithoutSessionSocket: socket == socketEvents})
-		conv := newConversation(t, stub)
+		conv := createConversation(t, stub)
 		cfg := fastConfig(socket, stub)
 		cfg.Deltas = true
 		cfg.Capture = CaptureConfig{Level: aep.CaptureRedacted}
@@ -859,7 +859,7 @@ func TestSecretSplitAcrossDeltasNeverLeavesWhole(t *testing.T) {
 func TestAutoSocketFallsBackOnOlderServers(t *testing.T) {
 	current := startStub(t)
 	older := oh.Start(t, oh.Config{SessionAPIKeys: []string{testKey}, WithoutSessionSocket: true})
-	cNew, cOld := newConversation(t, current), newConversation(t, older)
+	cNew, cOld := createConversation(t, current), createConversation(t, older)
 	h := startHarness(t, fastConfig(socketAuto, current, older))
 	h.waitLive(cNew, 1)
 	h.waitLive(cOld, 1)
@@ -887,7 +887,7 @@ func TestAutoSocketFallsBackOnOlderServers(t *testing.T) {
 func TestRefusedSocketsBackOff(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		stub := startStub(t)
-		conv := newConversation(t, stub)
+		conv := createConversation(t, stub)
 		conv.RefuseSockets(5, "Too many connections for this conversation")
 		h := startHarness(t, fastConfig(socket, stub))
 		h.waitLive(conv, 1)
@@ -914,7 +914,7 @@ func TestRefusedSocketsBackOff(t *testing.T) {
 // the status back: no premature terminal, no extra run.
 func TestSnapshotBufferedDuringHistoryIsStale(t *testing.T) {
 	stub := startStub(t)
-	conv := newConversation(t, stub)
+	conv := createConversation(t, stub)
 	h := startHarness(t, fastConfig(socketEvents, stub))
 	h.waitLive(conv, 1)
 	mustStatus(t, conv, oh.StatusRunning)

@@ -54,7 +54,7 @@ func TestStalledSocketIsRedialled(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			bothSockets(t, func(t *testing.T, socket string) {
 				stub := startStub(t)
-				conv := newConversation(t, stub)
+				conv := createConversation(t, stub)
 				h := startHarnessSockets(t, fastConfig(socket, stub), nil, zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel)), tc.sockets)
 				h.waitLive(conv, 1)
 				mustStatus(t, conv, oh.StatusRunning)
@@ -91,7 +91,7 @@ func TestStalledSocketIsRedialled(t *testing.T) {
 // pings is never cut, however long nothing else arrives.
 func TestKeepaliveSparesAnIdleSocket(t *testing.T) {
 	stub := startStub(t)
-	conv := newConversation(t, stub)
+	conv := createConversation(t, stub)
 	sockets := defaultSocketSettings
 	sockets.pingInterval, sockets.pongWait = 50*time.Millisecond, time.Second
 	h := startHarnessSockets(t, fastConfig(socketSession, stub), nil, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), sockets)
@@ -107,9 +107,9 @@ func TestKeepaliveSparesAnIdleSocket(t *testing.T) {
 // without telling any socket, the redialled one is not cut again and again.
 func TestBehindSearchRecyclesOncePerView(t *testing.T) {
 	c := offlineConversation(t, "behind")
-	c.watch.api.sockets.behindSearch = time.Minute
+	c.api.sockets.behindSearch = time.Minute
 	c.handleEvent(context.Background(), historyEvent(0, 0), true, false) // running
-	require.Equal(t, oh.StatusRunning, c.mapper.Status())
+	require.Equal(t, oh.StatusRunning, c.session.mapper.Status())
 
 	cuts := 0
 	dial := func() {

@@ -11,20 +11,16 @@ import (
 )
 
 // durableState is everything of one conversation that survives a restart
-// when the receiver has storage: one value, encoded by encodeState,
-// decoded by decodeState, and written with a write-ahead batch
-// (conversation.emitLocked) or, before a control write, alone
-// (saveStateLocked). Everything else is rebuilt on start: the
-// socket and its connect-snapshot flag, an open delta stream, the dedupe
-// window beyond the resume margin, the idle clock.
+// when the receiver has storage: one value, held by its session (which
+// mutates it in place), encoded by encodeState, decoded by decodeState,
+// and written with a write-ahead batch (session.emitLocked) or, before a
+// control write, alone (saveStateLocked). Everything else is rebuilt on
+// start: the socket and its connect-snapshot flag, an open delta stream,
+// the dedupe window beyond the resume margin, the idle clock.
 type durableState struct {
 	// Version is stateVersion when written.
 	Version int `json:"v"`
-	// Epoch is the session's generation: its seq counter's epoch and the
-	// epoch in its source (sessionSource).
-	Epoch int64 `json:"epoch"`
-	// NextSeq is the position the next emitted event gets.
-	NextSeq int64 `json:"next_seq"`
+	position
 	// Cursor is where the socket resumes.
 	Cursor cursor `json:"cursor"`
 	// Mapping is the mapper's run, attention and session state.
@@ -41,8 +37,19 @@ type durableState struct {
 	// restart is re-acked, never executed again; and the commands whose
 	// write was made, or about to be, with no ack yet, written before the
 	// write, so that the stream can still decide them. Absent (an older
-	// state, or no gate) means nothing remembered.
+	// state, or no gate) means nothing remembered. Taken from the gate's
+	// notes when stored (snapshotLocked).
 	Control openhandscontrol.State `json:"control,omitzero"`
+}
+
+// position is where a session's next event goes: the one sequencer's
+// state (sessionEmitter).
+type position struct {
+	// Epoch is the session's generation: its seq counter's epoch and the
+	// epoch in its source (sessionSource).
+	Epoch int64 `json:"epoch"`
+	// NextSeq is the position the next emitted event gets.
+	NextSeq int64 `json:"next_seq"`
 }
 
 // cursor is where a conversation's socket resumes reading.
@@ -56,7 +63,8 @@ type cursor struct {
 	// the legacy socket pages history from resumeMargin before it.
 	ResumeTS string `json:"resume_ts,omitempty"`
 	// Recent are the vendor ids of the overlap window (dedupe.go): the
-	// ones a resume can present again, which must be dropped.
+	// ones a resume can present again, which must be dropped. Taken from
+	// the window when stored (snapshotLocked).
 	Recent []string `json:"recent,omitempty"`
 }
 
@@ -95,50 +103,31 @@ func decodeState(raw []byte) (durableState, error) {
 	return s, nil
 }
 
-// snapshotLocked is the conversation's durable state now. c.mu must be held.
-func (c *conversation) snapshotLocked() durableState {
-	return durableState{
-		Epoch:   c.emitter.epoch,
-		NextSeq: c.emitter.seq,
-		Cursor: cursor{
-			DurableSeq: c.durableSeq,
-			DurableID:  c.durableID,
-			ResumeTS:   c.resumeTS,
-			Recent:     c.overlap.ids(),
-		},
-		Mapping:    c.mapper.Snapshot(),
-		Decoration: c.decorator.State(),
-		Control:    c.notes.State(),
-	}
+// snapshotLocked is the session's durable state now: its value, with
+// the two parts that keep their own form taken in, the overlap window's
+// ids and the gate's notes. s.mu must be held.
+func (s *session) snapshotLocked() durableState {
+	state := s.durable
+	state.Cursor.Recent = s.overlap.ids()
+	state.Control = s.notes.State()
+	return state
 }
 
-// restore puts a conversation that has not run yet in state s.
-func (c *conversation) restore(s durableState) {
-	c.emitter.epoch, c.emitter.seq = s.Epoch, s.NextSeq
-	c.durableSeq, c.durableID, c.resumeTS = s.Cursor.DurableSeq, s.Cursor.DurableID, s.Cursor.ResumeTS
-	for _, id := range s.Cursor.Recent {
-		c.overlap.add(id, c.resumeTS)
-	}
-	c.mapper.Restore(s.Mapping)
-	c.decorator = mapping.NewDecorator(s.Decoration)
-	c.notes.Restore(s.Control)
-}
-
-// saveStateLocked stores the conversation's state alone, between batches
-// (openhandscontrol.Session.Save). c.mu must be held.
-func (c *conversation) saveStateLocked(ctx context.Context) error {
-	if c.journal == nil {
+// saveStateLocked stores the session's state alone, between batches
+// (openhandscontrol.Session.Save). s.mu must be held.
+func (s *session) saveStateLocked(ctx context.Context) error {
+	if s.journal == nil {
 		return nil
 	}
-	raw, err := encodeState(c.snapshotLocked())
+	raw, err := encodeState(s.snapshotLocked())
 	if err != nil {
 		return err
 	}
-	key := c.journal.stateKey(c.id)
-	if err := c.journal.client.Set(ctx, key, raw); err != nil {
-		c.watch.tel.storageErrors.Add(ctx, 1)
+	key := s.journal.stateKey(s.id)
+	if err := s.journal.client.Set(ctx, key, raw); err != nil {
+		s.tel.storageErrors.Add(ctx, 1)
 		return fmt.Errorf("storage: write %s: %w", key, err)
 	}
-	c.watch.tel.storageWritten.Add(ctx, int64(len(key)+len(raw)))
+	s.tel.storageWritten.Add(ctx, int64(len(key)+len(raw)))
 	return nil
 }

@@ -30,9 +30,7 @@ func (w *serverWatch) lineage(info conversationInfo) mapping.Lineage {
 		l.ForkedAt = w.treeID(info.ID, "forked_from_event_id", info.ForkedFromEventID)
 	}
 	if parent, ok := w.convs[l.ParentSession]; ok && l.ParentSession != "" {
-		parent.mu.Lock()
-		l.ParentRun = parent.mapper.Run()
-		parent.mu.Unlock()
+		l.ParentRun = parent.session.run()
 	}
 	return l
 }
@@ -62,23 +60,30 @@ func (w *serverWatch) noteChild(ctx context.Context, info conversationInfo) {
 	}
 	if id, ok := mapping.ConversationID(info.ParentConversationID); ok {
 		if parent, observed := w.convs[id]; observed {
-			parent.childStatus(ctx, info.ID, info.ExecutionStatus)
+			parent.session.childStatus(ctx, info.ID, info.ExecutionStatus)
 		}
 	}
 }
 
 // childStatus emits delegation.subagent.stopped when the mapping says the
 // child's status stops it (once per child it announced started).
-func (c *conversation) childStatus(ctx context.Context, child, status string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ev := c.mapper.SubagentStopped(child, status, time.Now())
+func (s *session) childStatus(ctx context.Context, child, status string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ev := s.mapper.SubagentStopped(child, status, time.Now())
 	if ev == nil {
 		return
 	}
 	if pos, ok := runtrace.Locate(ev); ok {
 		ev.Traceparent = pos.Traceparent()
 	}
-	c.mapped = append(c.mapped, ev)
-	c.flushLocked(ctx)
+	s.mapped = append(s.mapped, ev)
+	s.flushLocked(ctx)
+}
+
+// run is the session's open run, "" when none is open.
+func (s *session) run() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mapper.Run()
 }

@@ -48,7 +48,7 @@ func TestUndecodableInputIsVisibleAndTakesNoSeq(t *testing.T) {
 		for _, level := range []aep.Capture{aep.CaptureNone, aep.CaptureMetadata, aep.CaptureRedacted, aep.CaptureFull} {
 			t.Run(string(level), func(t *testing.T) {
 				stub := startStub(t)
-				conv := newConversation(t, stub)
+				conv := createConversation(t, stub)
 				cfg := fastConfig(socket, stub)
 				cfg.Capture.Level = level
 				h := startHarness(t, cfg)
@@ -119,7 +119,7 @@ func TestRefusedEventTakesNoSeq(t *testing.T) {
 	require.NoError(t, err)
 	resource := pcommon.NewResource()
 	projection.SetResource(resource, "openhands")
-	e := &sessionEmitter{resource: resource, epoch: 3, tel: tel, logger: zaptest.NewLogger(t)}
+	e := &sessionEmitter{resource: resource, pos: &position{Epoch: 3}, tel: tel, logger: zaptest.NewLogger(t)}
 	event := func(id string, data map[string]any) *aep.Event {
 		return &aep.Event{AEP: aep.Version, ID: id, Type: "x.openhands.test.event", Time: "2026-07-12T10:15:00.000Z",
 			Source: "aep://h:1/agent/openhands/session/s", Agent: "openhands", Session: "s", Severity: aep.SeverityDebug,
@@ -135,5 +135,5 @@ func TestRefusedEventTakesNoSeq(t *testing.T) {
 		seqs = append(seqs, *ev.Seq)
 	}
 	assert.Equal(t, []int64{0, 1}, seqs)
-	assert.Equal(t, int64(2), e.seq)
+	assert.Equal(t, int64(2), e.pos.NextSeq)
 }

@@ -29,7 +29,7 @@ func TestRunUsageWaitsForTheLastStats(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		stub := startStub(t)
 		h := startHarness(t, fastConfig(socket, stub))
-		conv := newConversation(t, stub)
+		conv := createConversation(t, stub)
 		h.waitLive(conv, 1)
 
 		run := func(first, second int, late bool) {
@@ -70,7 +70,7 @@ func TestRunUsageWaitsForTheLastStats(t *testing.T) {
 func TestRunUsageSurvivesRestart(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		stub := startStub(t)
-		conv := newConversation(t, stub)
+		conv := createConversation(t, stub)
 		_, err := conv.SetState("stats", statsValue(400, 4)) // before the run
 		require.NoError(t, err)
 		mem := newMemStorage(nil)

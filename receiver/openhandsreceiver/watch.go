@@ -11,7 +11,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/ratelog"
 )
 
@@ -21,15 +20,18 @@ import (
 type serverWatch struct {
 	api          *serverClient
 	pollInterval time.Duration
-	idleDetach   time.Duration
-	reconnect    backoff.Config
 	shard        ShardConfig
 	journal      *journal // nil without storage
-	newSession   func(info conversationInfo, restored *durableState, w *serverWatch) (*conversation, error)
-	health       func(server string, aspect healthAspect, err error)
-	tel          *telemetry
-	logger       *zap.Logger
-	rl           *ratelog.Logger
+	// epoch is this process's generation, a new session's epoch.
+	epoch int64
+	// sessions and attaches are what its conversations are built with
+	// (open).
+	sessions *sessionSettings
+	attaches *attachSettings
+	health   func(server string, aspect healthAspect, err error)
+	tel      *telemetry
+	logger   *zap.Logger
+	rl       *ratelog.Logger
 	// maxConversations bounds the attached conversations (sockets).
 	maxConversations int
 
@@ -48,9 +50,8 @@ type serverWatch struct {
 	round  uint64
 	seenIn map[string]uint64
 	// pushes are the webhook's POSTs for this server (webhook.go); nil
-	// without a webhook. pushOnly: webhook.only, no sockets.
-	pushes   chan push
-	pushOnly bool
+	// without a webhook.
+	pushes chan push
 }
 
 func (w *serverWatch) run(ctx context.Context) {
@@ -265,15 +266,15 @@ func (w *serverWatch) attachOne(ctx context.Context, info conversationInfo) bool
 	c, known := w.convs[info.ID]
 	if !known {
 		var err error
-		if c, err = w.newSession(info, nil, w); err != nil {
+		if c, err = w.open(info, nil); err != nil {
 			w.rl.Error("session", "cannot observe conversation", zap.String("conversation", info.ID), zap.Error(err))
 			return false
 		}
 		w.convs[info.ID] = c
-		w.index.add(c)
+		w.index.add(c.session)
 		c.begin(ctx)
 	}
-	if w.pushOnly {
+	if w.sessions.pushOnly {
 		c.backfill(ctx, info)
 		return true
 	}
@@ -316,7 +317,7 @@ func (w *serverWatch) endSession(ctx context.Context, c *conversation) {
 	handedOn := c.end(ctx)
 	delete(w.convs, c.id)
 	delete(w.seenIn, c.id)
-	w.index.remove(c)
+	w.index.remove(c.session)
 	w.ended.add(c.id)
 	if handedOn {
 		w.forget(ctx, c.id)
@@ -383,7 +384,7 @@ func (w *serverWatch) wake(ctx context.Context, info conversationInfo) *conversa
 	c := w.build(ctx, info)
 	if c != nil {
 		w.convs[info.ID] = c
-		w.index.add(c)
+		w.index.add(c.session)
 	}
 	return c
 }
@@ -399,7 +400,7 @@ func (w *serverWatch) build(ctx context.Context, info conversationInfo) *convers
 			zap.String("conversation", info.ID), zap.Error(s.err))
 		return nil
 	}
-	c, err := w.newSession(info, &s.state, w)
+	c, err := w.open(info, &s.state)
 	if err != nil {
 		w.logger.Error("cannot restore conversation", zap.String("conversation", info.ID), zap.Error(err))
 		return nil
@@ -407,12 +408,7 @@ func (w *serverWatch) build(ctx context.Context, info conversationInfo) *convers
 	handedOn := true
 	if s.pending != nil {
 		w.tel.batchesResent.Add(ctx, 1)
-		c.mu.Lock()
-		handedOn = c.consumeLocked(ctx, *s.pending)
-		if !s.state.Mapping.Ended {
-			c.markDoneLocked(ctx)
-		}
-		c.mu.Unlock()
+		handedOn = c.session.resend(ctx, *s.pending)
 	}
 	if s.state.Mapping.Ended {
 		w.ended.add(info.ID)
@@ -422,6 +418,20 @@ func (w *serverWatch) build(ctx context.Context, info conversationInfo) *convers
 		return nil
 	}
 	return c
+}
+
+// open builds the conversation of info: a new session in this process's
+// epoch, or the one restored from storage.
+func (w *serverWatch) open(info conversationInfo, restored *durableState) (*conversation, error) {
+	state := freshState(w.epoch)
+	if restored != nil {
+		state = *restored
+	}
+	s, err := newSession(w.sessions, info.ID, w.lineage(info), state)
+	if err != nil {
+		return nil, err
+	}
+	return newConversation(w.attaches, info, s), nil
 }
 
 func (w *serverWatch) stopAll() {

@@ -250,7 +250,7 @@ func (w *serverWatch) push(ctx context.Context, stopped <-chan struct{}, p push)
 		return nil // ended, or not to be observed: nothing to take in
 	}
 	if p.info != nil {
-		c.noteMetadata(ctx, p.info.UpdatedAt, p.meta)
+		c.session.noteMetadata(ctx, p.info.UpdatedAt, p.meta)
 	} else {
 		c.takePushed(ctx, p.events)
 	}
@@ -275,7 +275,7 @@ func (w *serverWatch) pushed(ctx context.Context, p push) *conversation {
 		return nil
 	}
 	info := p.info
-	if c, known := w.convs[p.id]; info == nil && known && (c.attached() || w.pushOnly) {
+	if c, known := w.convs[p.id]; info == nil && known && (c.attached() || w.sessions.pushOnly) {
 		return c
 	}
 	if info == nil {
@@ -307,7 +307,7 @@ func (w *serverWatch) pushed(ctx context.Context, p push) *conversation {
 // breaks no parent chain, so only reading the log shows every gap. The
 // pushed events then repeat what the backfill read, or follow it.
 func (c *conversation) takePushed(ctx context.Context, events []any) {
-	only := c.watch.pushOnly
+	only := c.session.pushOnly
 	if only {
 		c.only.mu.Lock()
 		defer c.only.mu.Unlock()
@@ -320,25 +320,25 @@ func (c *conversation) takePushed(ctx context.Context, events []any) {
 			undecodable++
 			continue
 		}
-		c.count(ctx, ev)
-		if only || !ev.Transient() && c.extends(ev) {
-			c.process(ctx, ev, webhookPush, false)
+		c.session.count(ctx, ev)
+		if only || !ev.Transient() && c.session.extends(ev) {
+			c.session.process(ctx, ev, webhookPush, false)
 		}
 	}
-	c.flush(ctx)
+	c.session.flush(ctx)
 	if undecodable > 0 {
-		c.watch.tel.decodeError(ctx, "webhook_event")
-		c.watch.rl.Warn("webhook-decode:"+c.id, "a webhook batch held events that cannot be decoded; the socket or the backfill reads them",
+		c.tel.decodeError(ctx, "webhook_event")
+		c.rl.Warn("webhook-decode:"+c.id, "a webhook batch held events that cannot be decoded; the socket or the backfill reads them",
 			zap.String("conversation", c.id), zap.Int("events", undecodable))
 	}
 }
 
 // extends reports whether ev, a stored event, follows what was processed,
 // or was processed itself.
-func (c *conversation) extends(ev mapping.Event) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.vendorIDs.Has(ev.ID()) || c.extendsLocked(ev)
+func (s *session) extends(ev mapping.Event) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.vendorIDs.Has(ev.ID()) || s.extendsLocked(ev)
 }
 
 // onlyState orders, with webhook.only, a conversation's backfills and
@@ -369,7 +369,7 @@ func (c *conversation) backfill(ctx context.Context, info conversationInfo) {
 // deduplicated by vendor id, and reports whether it read all.
 func (c *conversation) backfillLocked(ctx context.Context) bool {
 	if err := c.replayHistory(ctx); err != nil {
-		c.watch.rl.Warn("backfill:"+c.id, "cannot read the conversation's events over REST; the next push or poll tries again",
+		c.rl.Warn("backfill:"+c.id, "cannot read the conversation's events over REST; the next push or poll tries again",
 			zap.String("conversation", c.id), zap.Error(err))
 		return false
 	}
@@ -379,11 +379,11 @@ func (c *conversation) backfillLocked(ctx context.Context) bool {
 // extendsLocked reports whether ev follows what was processed: its parent
 // was, or it is a root and nothing was, not even before a restart (the
 // socket cursor is stored; vendorIDs is not).
-func (c *conversation) extendsLocked(ev mapping.Event) bool {
+func (s *session) extendsLocked(ev mapping.Event) bool {
 	if parent := parentID(ev); parent != "" {
-		return c.vendorIDs.Has(parent)
+		return s.vendorIDs.Has(parent)
 	}
-	return c.vendorIDs.Len() == 0 && c.durableSeq < 0 && c.resumeTS == ""
+	return s.vendorIDs.Len() == 0 && s.durable.Cursor.DurableSeq < 0 && s.durable.Cursor.ResumeTS == ""
 }
 
 // pushedBeforeLocked reports whether ev, a stored event, was already
@@ -391,12 +391,12 @@ func (c *conversation) extendsLocked(ev mapping.Event) bool {
 // brought first is still the socket's progress (noteSearch must not take
 // it for stalled) and moves its resume point. Without a webhook the
 // socket's own dedupe (seq, overlapIDs) is the whole story.
-func (c *conversation) pushedBeforeLocked(ev mapping.Event, how delivery) bool {
-	if c.watch.pushes == nil || ev.Transient() || !c.vendorIDs.Has(ev.ID()) {
+func (s *session) pushedBeforeLocked(ev mapping.Event, how delivery) bool {
+	if !s.webhook || ev.Transient() || !s.vendorIDs.Has(ev.ID()) {
 		return false
 	}
 	if how != webhookPush {
-		c.noteStoredLocked(ev.Timestamp())
+		s.noteStoredLocked(ev.Timestamp())
 	}
 	return true
 }
@@ -407,15 +407,15 @@ func (c *conversation) pushedBeforeLocked(ev mapping.Event, how delivery) bool {
 // The server posts each snapshot in a task of its own, so they can arrive
 // out of order; an update moves updated_at, and a snapshot older than the
 // newest taken in is stale.
-func (c *conversation) noteMetadata(ctx context.Context, updatedAt string, meta metadata) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (s *session) noteMetadata(ctx context.Context, updatedAt string, meta metadata) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	at, err := time.Parse(time.RFC3339Nano, updatedAt)
-	if err == nil && at.Before(c.metadata.at) {
+	if err == nil && at.Before(s.metadata.at) {
 		return
 	}
 	if err == nil {
-		c.metadata.at = at
+		s.metadata.at = at
 	}
 	for _, f := range []struct {
 		key   string
@@ -426,18 +426,18 @@ func (c *conversation) noteMetadata(ctx context.Context, updatedAt string, meta 
 			continue // absent, or not JSON: nothing to say
 		}
 		compact := compactJSON(f.value)
-		last, seen := c.metadata.values[f.key]
+		last, seen := s.metadata.values[f.key]
 		if seen && last == compact || !seen && isEmptyJSON(value) {
 			continue
 		}
-		if c.metadata.values == nil {
-			c.metadata.values = make(map[string]string, 2)
+		if s.metadata.values == nil {
+			s.metadata.values = make(map[string]string, 2)
 		}
-		c.metadata.values[f.key] = compact
-		out := c.mapper.Metadata(f.key, value, updatedAt, time.Now())
-		c.mapped = append(c.mapped, c.decorator.Decorate(mapping.Event{}, out)...)
+		s.metadata.values[f.key] = compact
+		out := s.mapper.Metadata(f.key, value, updatedAt, time.Now())
+		s.mapped = append(s.mapped, s.decorator.Decorate(mapping.Event{}, out)...)
 	}
-	c.flushLocked(ctx)
+	s.flushLocked(ctx)
 }
 
 // metaShown is the metadata a session last showed: the newest updated_at

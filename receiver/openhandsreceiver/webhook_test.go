@@ -104,7 +104,7 @@ func TestWebhookRefusesWhatIsNotAServersPush(t *testing.T) {
 	a, b := hookStub(t, "key-a", nil), hookStub(t, "key-b", nil)
 	h := startHarness(t, webhookConfig(socketSession, []string{"key-a", "key-b"}, a, b))
 	base := "http://" + h.rcv.webhook.addr.String()
-	conv := newConversation(t, b)
+	conv := createConversation(t, b)
 	big := "[" + strings.Repeat(`{"kind":"MessageEvent","id":"x"},`, 4096) + "{}]"
 	for _, tc := range []struct {
 		name, method, path, key, body string
@@ -150,7 +150,7 @@ func TestWebhookAttachesWithoutPolling(t *testing.T) {
 		cfg.PollInterval = time.Hour // only the first poll, at start, which finds nothing
 		h := startWebhookHarness(t, cfg, front)
 		require.Eventually(t, func() bool { return h.host.last() == componentstatus.StatusOK }, waitFor, tick, "the first poll is done")
-		conv := newConversation(t, stub)
+		conv := createConversation(t, stub)
 		waitSockets(t, conv, 1)
 		mustAppend(t, conv, oh.MessageEvent("user", "hello"))
 		h.waitTypes(conv.ID(), "session.started", "x.openhands.message.event")
@@ -164,7 +164,7 @@ func TestWebhookAndSocketNeverDuplicate(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		front := startHookFront(t)
 		stub := hookStub(t, testKey, front)
-		conv := newConversation(t, stub)
+		conv := createConversation(t, stub)
 		conv.RefuseSocketsFor(time.Hour, "try_again_later")
 		h := startWebhookHarness(t, webhookConfig(socket, []string{testKey}, stub), front)
 		first := mustAppend(t, conv, oh.MessageEvent("user", "one"))
@@ -203,7 +203,7 @@ func TestWebhookTitleRename(t *testing.T) {
 	cfg := webhookConfig(socketSession, []string{testKey}, stub)
 	cfg.Capture.Level = aep.CaptureRedacted // the value rides at redacted
 	h := startWebhookHarness(t, cfg, front)
-	conv := newConversation(t, stub)
+	conv := createConversation(t, stub)
 	waitSockets(t, conv, 1)
 	conv.SetTitle("Fix the flaky test")
 	got := last(h.waitTypes(conv.ID(), "state.delta"), "state.delta")
@@ -226,7 +226,7 @@ func TestWebhookOnlyBackfillsWhatTheServerDropped(t *testing.T) {
 	stub := oh.Start(t, oh.Config{SessionAPIKeys: []string{testKey}, Webhooks: []oh.WebhookSpec{{
 		BaseURL: front.url, EventBufferSize: 1, FlushDelay: 20 * time.Millisecond, MaxQueueSize: 1,
 	}}})
-	conv := newConversation(t, stub)
+	conv := createConversation(t, stub)
 	first := mustAppend(t, conv, oh.MessageEvent("user", "before the receiver"))
 	cfg := webhookConfig(socketSession, []string{testKey}, stub)
 	cfg.PollInterval = time.Hour
@@ -269,13 +269,13 @@ func TestSocketCopyOfAPushedEventIsProgress(t *testing.T) {
 	pushed, err := aep.DecodeValue(raw)
 	require.NoError(t, err)
 	c.takePushed(ctx, []any{pushed})
-	require.Equal(t, uint64(0), c.storedCount(), "a pushed event is not the socket's progress")
+	require.Equal(t, uint64(0), c.session.storedCount(), "a pushed event is not the socket's progress")
 
 	c.handleSessionFrame(ctx, []byte(`{"type":"durable","seq":0,"event":`+string(raw)+`}`))
-	assert.Equal(t, uint64(1), c.storedCount())
+	assert.Equal(t, uint64(1), c.session.storedCount())
 	ev, err := mapping.DecodeEvent(raw)
 	require.NoError(t, err)
-	assert.Equal(t, ev.Timestamp(), c.resumeTS)
+	assert.Equal(t, ev.Timestamp(), c.session.resumeTS())
 }
 
 // A child's deletion pushed by the webhook stops it in its parent's
@@ -288,7 +288,7 @@ func TestWebhookPushedChildDeletionStopsItInItsParent(t *testing.T) {
 	h := startWebhookHarness(t, cfg, front)
 	require.Eventually(t, func() bool { return h.host.last() == componentstatus.StatusOK }, waitFor, tick, "the first poll is done")
 
-	parent := newConversation(t, stub)
+	parent := createConversation(t, stub)
 	action := mustAppend(t, parent, oh.StartChildAction("write the tests", "tests"))
 	launch, err := parent.StartChild("write the tests", "tests")
 	require.NoError(t, err)

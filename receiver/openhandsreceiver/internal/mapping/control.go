@@ -14,7 +14,7 @@ import (
 
 // Attention is the id of the live attention.requested, "" when none is
 // pending: the only subject a respond may name.
-func (c *Conversation) Attention() string { return c.attention }
+func (c *Conversation) Attention() string { return c.s.Attention }
 
 // NewEvent returns an envelope of this session built at at: id derived
 // from key (so one fact keeps one id), the open run, the type's severity

@@ -14,7 +14,7 @@ func TestNewEventIsShapedLikeTheSession(t *testing.T) {
 	c, err := NewConversation(Config{
 		ConversationID: "conv-1", ServerHost: "h:1",
 		Ceiling: CapturePolicy{Categories: map[string]aep.Capture{"control": aep.CaptureNone}},
-	})
+	}, nil)
 	require.NoError(t, err)
 	at := time.Date(2026, 7, 12, 8, 0, 0, 0, time.UTC)
 

@@ -49,40 +49,38 @@ const timeLayout = "2006-01-02T15:04:05.000Z"
 // After session.ended the conversation emits nothing more: Map, Start and
 // End return nil.
 //
-// What of it survives a restart is its State (Snapshot, Restore).
+// What of it survives a restart is its State, which it holds where the
+// caller keeps it (NewConversation).
 type Conversation struct {
 	cfg Config
-
-	status       *string // last execution_status seen; nil before the first
-	runs         int     // runs opened so far, the n of run:<conversation_id>:<n>
-	run          string  // the open run's id, "" when none is open
-	runStartedID string  // id of the open run's run.started, the terminal's cause
-	attention    string  // id of the pending attention.requested, "" if none
-	startedID    string  // id of session.started, session.ended's cause
-	ended        bool
+	// s is what survives a restart, held where the caller keeps it (the
+	// receiver's stored session state) and mutated in place.
+	s *State
 	// staleSnapshot marks a connect-time full_state that must not move the
 	// execution status (see MapConnectSnapshot).
 	staleSnapshot bool
 
 	stream    StreamRedactor // the open delta stream's redactor, nil if none
 	lastDelta origin         // the stream's last delta, which its flush is attributed to
-	// children are the child conversations this one's agent started and
-	// the tree has not shown stopped, each with its
-	// delegation.subagent.started id.
-	children map[string]string
 	// undecodable counts the stand-ins for undecodable input, which tells
 	// their ids apart (not stored: their ids also hold the receive time).
 	undecodable uint64
 }
 
-// NewConversation checks cfg, fills its defaults and returns the state of a
-// conversation no event has been seen for.
-func NewConversation(cfg Config) (*Conversation, error) {
+// NewConversation checks cfg, fills its defaults and returns a
+// conversation that keeps its State in *state and resumes from it: the
+// zero State is a conversation no event has been seen for, one a restart
+// restored goes on as if the events that led to it had been mapped here
+// (with no delta stream open). A nil state is a fresh one of its own.
+func NewConversation(cfg Config, state *State) (*Conversation, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("openhands mapping config: %w", err)
 	}
-	return &Conversation{cfg: cfg}, nil
+	if state == nil {
+		state = &State{}
+	}
+	return &Conversation{cfg: cfg, s: state}, nil
 }
 
 // Source is the envelope source of every event this conversation emits.
@@ -95,7 +93,7 @@ func (c *Conversation) Source() string { return c.cfg.Source }
 // creation time, so a restarted receiver re-emits the same id. It returns
 // nil once the session has started (a restored conversation) or ended.
 func (c *Conversation) Start(createdAt, receivedAt time.Time) *aep.Event {
-	if c.ended || c.startedID != "" {
+	if c.s.Ended || c.s.StartedID != "" {
 		return nil
 	}
 	e := c.begin(receivedAt)
@@ -106,14 +104,14 @@ func (c *Conversation) Start(createdAt, receivedAt time.Time) *aep.Event {
 		set(out, "server", c.cfg.ServerHost)
 	}
 	c.putLineage(out)
-	c.startedID = out.ID
+	c.s.StartedID = out.ID
 	return out
 }
 
 // Map returns the AEP events one vendor event implies, in order (see the
 // type's comment), stamped with receivedAt.
 func (c *Conversation) Map(ev Event, receivedAt time.Time) []*aep.Event {
-	if c.ended || ev.kind == "" || ev.kind == kindToken {
+	if c.s.Ended || ev.kind == "" || ev.kind == kindToken {
 		return nil // token-id planes are not observability
 	}
 	e := c.begin(receivedAt)
@@ -144,24 +142,29 @@ func (c *Conversation) Map(ev Event, receivedAt time.Time) []*aep.Event {
 // status. Before any status is known it is the only status fact there is
 // and counts like any other. Frames that are not full_state map as Map.
 func (c *Conversation) MapConnectSnapshot(ev Event, receivedAt time.Time) []*aep.Event {
-	c.staleSnapshot = c.status != nil
+	c.staleSnapshot = c.s.Status != ""
 	defer func() { c.staleSnapshot = false }()
 	return c.Map(ev, receivedAt)
 }
 
 // Status is the last execution status seen, "" before the first.
-func (c *Conversation) Status() string {
-	if c.status == nil {
-		return ""
+func (c *Conversation) Status() string { return c.s.Status }
+
+// prevStatus is the status the status table moves from: nil before the
+// first.
+func (c *Conversation) prevStatus() *string {
+	if c.s.Status == "" {
+		return nil
 	}
-	return *c.status
+	prev := c.s.Status
+	return &prev
 }
 
 // Run is the open run's id, "" when none is open.
-func (c *Conversation) Run() string { return c.run }
+func (c *Conversation) Run() string { return c.s.Run }
 
 // Ended reports whether session.ended has been emitted.
-func (c *Conversation) Ended() bool { return c.ended }
+func (c *Conversation) Ended() bool { return c.s.Ended }
 
 // End closes a conversation that disappeared (no longer listed, socket gone
 // for good) exactly as a transition to deleting would: the pending
@@ -169,12 +172,12 @@ func (c *Conversation) Ended() bool { return c.ended }
 // {reason: killed}. vendorTS, the last vendor timestamp seen ("" if none),
 // rides at data.vendor_ts and seeds the ids.
 func (c *Conversation) End(at time.Time, vendorTS string) []*aep.Event {
-	if c.ended {
+	if c.s.Ended {
 		return nil
 	}
 	e := c.begin(at)
 	o := origin{ts: vendorTS, key: "end " + vendorTS, at: vendorTime(vendorTS, at)}
-	for _, m := range StatusMoments(c.status, StatusDeleting) {
+	for _, m := range StatusMoments(c.prevStatus(), StatusDeleting) {
 		c.apply(e, o, m)
 	}
 	return e.out
@@ -183,11 +186,11 @@ func (c *Conversation) End(at time.Time, vendorTS string) []*aep.Event {
 // applyStatus runs the status table for a state update reporting next
 // around the emission of the state event itself (emitState).
 func (c *Conversation) applyStatus(e *emission, o origin, next string, emitState func()) {
-	moments := StatusMoments(c.status, next)
+	moments := StatusMoments(c.prevStatus(), next)
 	// A running or waiting conversation always has an open run: one the
 	// table does not open (a status seen first as paused, then resumed) is
 	// opened here.
-	if c.run == "" && (next == StatusRunning || next == StatusWaiting) && !hasMoment(moments, typeRunStarted) {
+	if c.s.Run == "" && (next == StatusRunning || next == StatusWaiting) && !hasMoment(moments, typeRunStarted) {
 		moments = append([]Moment{{Type: typeRunStarted, Data: map[string]any{}}}, moments...)
 	}
 	opening := 0
@@ -205,10 +208,10 @@ func (c *Conversation) applyStatus(e *emission, o origin, next string, emitState
 	// idle after a rejected confirmation, paused → idle, a future status →
 	// finished) would never get a terminal: close it as running → idle
 	// closes, after the attention the table resolved.
-	if c.run != "" && ClosesRuns(next) {
+	if c.s.Run != "" && ClosesRuns(next) {
 		c.apply(e, o, Moment{Type: typeRunFinished, Data: map[string]any{"reason": StatusIdle}})
 	}
-	c.status = &next
+	c.s.Status = next
 }
 
 func hasMoment(moments []Moment, typ string) bool {
@@ -230,33 +233,33 @@ func hasMoment(moments []Moment, typ string) bool {
 func (c *Conversation) apply(e *emission, o origin, m Moment) {
 	switch m.Type {
 	case typeRunStarted:
-		c.runs++
-		c.run = "run:" + c.cfg.ConversationID + ":" + strconv.Itoa(c.runs)
+		c.s.Runs++
+		c.s.Run = "run:" + c.cfg.ConversationID + ":" + strconv.Itoa(c.s.Runs)
 		out := e.emit(m.Type, o)
-		c.runStartedID = out.ID
+		c.s.RunStartedID = out.ID
 		setAll(out, m.Data)
 	case typeAttentionRequested:
-		if c.attention != "" {
+		if c.s.Attention != "" {
 			return
 		}
 		out := e.emit(m.Type, o)
 		setAll(out, m.Data)
-		c.attention = out.ID
+		c.s.Attention = out.ID
 	case typeAttentionResolved:
-		if c.attention == "" {
+		if c.s.Attention == "" {
 			return
 		}
 		out := e.emit(m.Type, o)
 		// AEP-0002 §7: lifecycle events after a request name it.
-		out.Subject, out.Cause = c.attention, c.attention
+		out.Subject, out.Cause = c.s.Attention, c.s.Attention
 		setAll(out, m.Data)
-		c.attention = ""
+		c.s.Attention = ""
 	case typeRunFinished, typeRunFailed, typeRunCancelled:
-		if c.run == "" {
+		if c.s.Run == "" {
 			return
 		}
 		out := e.emit(m.Type, o)
-		out.Cause = c.runStartedID
+		out.Cause = c.s.RunStartedID
 		for k, v := range m.Data {
 			if m.Type == typeRunCancelled && k == "reason" {
 				// run.cancelled.reason is annotated redacted: it rides only
@@ -269,7 +272,7 @@ func (c *Conversation) apply(e *emission, o origin, m Moment) {
 			}
 			set(out, k, v)
 		}
-		c.run, c.runStartedID = "", ""
+		c.s.Run, c.s.RunStartedID = "", ""
 	case typeSessionEnded:
 		c.endSession(e, o, m)
 	}
@@ -278,16 +281,16 @@ func (c *Conversation) apply(e *emission, o origin, m Moment) {
 // endSession closes everything still open, in the order AEP-0002 §7 needs
 // (attention before session.ended), then ends the session.
 func (c *Conversation) endSession(e *emission, o origin, ended Moment) {
-	if c.ended {
+	if c.s.Ended {
 		return
 	}
 	c.endStream(e)
 	c.apply(e, o, Moment{Type: typeAttentionResolved, Data: map[string]any{"resolution": "dismissed"}})
 	c.apply(e, o, Moment{Type: typeRunCancelled, Data: map[string]any{"reason": "deleting"}})
 	out := e.emit(ended.Type, o)
-	out.Cause = c.startedID
+	out.Cause = c.s.StartedID
 	setAll(out, ended.Data)
-	c.ended = true
+	c.s.Ended = true
 }
 
 // mapDelta maps a StreamingDeltaEvent (deltas opted in). Content rides only
@@ -404,7 +407,7 @@ func (e *emission) emitAt(typ string, o origin, ordinal int) *aep.Event {
 		Source:   c.cfg.Source,
 		Agent:    c.cfg.Agent,
 		Session:  c.cfg.ConversationID,
-		Run:      c.run,
+		Run:      c.s.Run,
 		Severity: severityOf(typ),
 		Capture:  c.cfg.Ceiling.For(typ),
 	}

@@ -88,7 +88,7 @@ func TestNewConversationValidates(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := valid
 			tc.change(&cfg)
-			_, err := NewConversation(cfg)
+			_, err := NewConversation(cfg, nil)
 			require.Error(t, err)
 		})
 	}
@@ -110,7 +110,7 @@ func TestNewConversationValidates(t *testing.T) {
 		cfg := valid
 		cfg.Ceiling.Default = aep.CaptureFull
 		cfg.Redactor, cfg.NewStreamRedactor = nil, nil
-		_, err := NewConversation(cfg)
+		_, err := NewConversation(cfg, nil)
 		require.NoError(t, err)
 	})
 }

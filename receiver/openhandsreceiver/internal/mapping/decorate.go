@@ -39,7 +39,7 @@ const maxOpenToolCalls = 256
 // the socket cursor: a run's stats baseline is only right if every stats
 // update since it was seen.
 type Decorator struct {
-	s DecoratorState
+	s *DecoratorState // held where the caller keeps it, mutated in place
 }
 
 // DecoratorState is what a Decorator remembers between events.
@@ -91,11 +91,9 @@ type Usage struct {
 	HasCost bool `json:"has_cost,omitempty"`
 }
 
-// NewDecorator returns a Decorator resuming from state.
-func NewDecorator(state DecoratorState) *Decorator { return &Decorator{s: state} }
-
-// State returns the decorator's state, for persisting.
-func (d *Decorator) State() DecoratorState { return d.s }
+// NewDecorator returns a Decorator that keeps its state in *state and
+// resumes from it (the zero value: nothing known).
+func NewDecorator(state *DecoratorState) *Decorator { return &Decorator{s: state} }
 
 // Decorate fills in the events Conversation.Map returned for ev and
 // returns what to emit now.

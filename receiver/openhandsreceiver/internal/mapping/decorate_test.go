@@ -127,7 +127,7 @@ func decorationScript(tb testing.TB) []Event {
 
 func TestDecorate(t *testing.T) {
 	c := newConversation(t, testConfig(aep.CaptureMetadata, false))
-	out := decorated(t, c, NewDecorator(DecoratorState{}), decorationScript(t)...)
+	out := decorated(t, c, NewDecorator(&DecoratorState{}), decorationScript(t)...)
 	requireValid(t, out)
 	requireLifecycle(t, out)
 
@@ -204,7 +204,7 @@ func TestDecorateWaitsForTheRunsLastStats(t *testing.T) {
 	}
 	t.Run("held until the stats update", func(t *testing.T) {
 		c := newConversation(t, testConfig(aep.CaptureMetadata, false))
-		d := NewDecorator(DecoratorState{})
+		d := NewDecorator(&DecoratorState{})
 		script := lateStatsScript(t)
 		before := decorated(t, c, d, script[:len(script)-1]...)
 		assert.Nil(t, findType(before, typeRunFinished), "held at the status")
@@ -220,7 +220,7 @@ func TestDecorateWaitsForTheRunsLastStats(t *testing.T) {
 		snapshot := scriptEvent(t, "ConversationStateUpdateEvent", "fs", at(2400), map[string]any{"key": "full_state", "value": map[string]any{
 			"execution_status": StatusFinished, "stats": statsAt(t, "x", at(0), 250, 30, 0.0025).Fields["value"],
 		}})
-		out := decorated(t, c, NewDecorator(DecoratorState{}), append(script[:len(script)-1], snapshot)...)
+		out := decorated(t, c, NewDecorator(&DecoratorState{}), append(script[:len(script)-1], snapshot)...)
 		f := finishedAfter(t, out)
 		assert.Equal(t, json.Number("250"), f.Data["gen_ai.usage.input_tokens"])
 		assert.Less(t, slices.Index(out, f), slices.Index(out, findType(out, "state.snapshot")), "before the snapshot's own output")
@@ -228,14 +228,14 @@ func TestDecorateWaitsForTheRunsLastStats(t *testing.T) {
 	t.Run("released incomplete by another event", func(t *testing.T) {
 		c := newConversation(t, testConfig(aep.CaptureMetadata, false))
 		script := lateStatsScript(t)
-		out := decorated(t, c, NewDecorator(DecoratorState{}), append(script[:len(script)-1], message(t, "m", "user", "user"))...)
+		out := decorated(t, c, NewDecorator(&DecoratorState{}), append(script[:len(script)-1], message(t, "m", "user", "user"))...)
 		f := finishedAfter(t, out)
 		assert.NotContains(t, f.Data, "gen_ai.usage.input_tokens", "incomplete usage is not reported")
 		assert.NotContains(t, f.Data, "cost")
 	})
 	t.Run("released by the end", func(t *testing.T) {
 		c := newConversation(t, testConfig(aep.CaptureMetadata, false))
-		d := NewDecorator(DecoratorState{})
+		d := NewDecorator(&DecoratorState{})
 		script := lateStatsScript(t)
 		out := decorated(t, c, d, script[:len(script)-1]...)
 		out = append(out, d.DecorateEnd(at(3000), c.End(received, at(3000)))...)
@@ -249,7 +249,7 @@ func TestDecorateWaitsForTheRunsLastStats(t *testing.T) {
 		}})
 		script := append([]Event{snapshot}, lateStatsScript(t)...)
 		script = slices.DeleteFunc(script, func(ev Event) bool { return str(ev.Fields, "key") == "stats" })
-		out := decorated(t, c, NewDecorator(DecoratorState{}), script...)
+		out := decorated(t, c, NewDecorator(&DecoratorState{}), script...)
 		f := finishedAfter(t, out)
 		assert.Equal(t, typeRunFinished, out[len(out)-1].Type, "emitted with its status")
 		assert.NotContains(t, f.Data, "gen_ai.usage.input_tokens", "two responses, no stats update: incomplete")
@@ -259,7 +259,7 @@ func TestDecorateWaitsForTheRunsLastStats(t *testing.T) {
 		script := lateStatsScript(t)
 		// The last stats update comes before the status this time.
 		script[len(script)-2], script[len(script)-1] = script[len(script)-1], script[len(script)-2]
-		out := decorated(t, c, NewDecorator(DecoratorState{}), script...)
+		out := decorated(t, c, NewDecorator(&DecoratorState{}), script...)
 		f := finishedAfter(t, out)
 		assert.Equal(t, typeRunFinished, out[len(out)-1].Type, "emitted with its status")
 		assert.Equal(t, json.Number("250"), f.Data["gen_ai.usage.input_tokens"])
@@ -277,17 +277,17 @@ func TestDecorateSurvivesRestart(t *testing.T) {
 
 func requireRestartable(t *testing.T, script []Event) {
 	c := newConversation(t, testConfig(aep.CaptureMetadata, false))
-	whole := decorated(t, c, NewDecorator(DecoratorState{}), script...)
+	whole := decorated(t, c, NewDecorator(&DecoratorState{}), script...)
 
 	for cut := 1; cut < len(script); cut++ {
 		c := newConversation(t, testConfig(aep.CaptureMetadata, false))
-		first := NewDecorator(DecoratorState{})
-		out := decorated(t, c, first, script[:cut]...)
-		raw, err := json.Marshal(first.State())
+		var firstState DecoratorState
+		out := decorated(t, c, NewDecorator(&firstState), script[:cut]...)
+		raw, err := json.Marshal(firstState)
 		require.NoError(t, err)
 		var state DecoratorState
 		require.NoError(t, json.Unmarshal(raw, &state))
-		out = append(out, decorated(t, c, NewDecorator(state), script[cut:]...)...)
+		out = append(out, decorated(t, c, NewDecorator(&state), script[cut:]...)...)
 		require.Equal(t, len(whole), len(out))
 		for i := range whole {
 			assert.Equal(t, marshal(t, whole[i]), marshal(t, out[i]), "cut %d event %d", cut, i)
@@ -300,7 +300,7 @@ func requireRestartable(t *testing.T, script []Event) {
 func TestDecorateNeverInvents(t *testing.T) {
 	t.Run("no stats", func(t *testing.T) {
 		c := newConversation(t, testConfig(aep.CaptureMetadata, false))
-		out := decorated(t, c, NewDecorator(DecoratorState{}),
+		out := decorated(t, c, NewDecorator(&DecoratorState{}),
 			statusAt(t, "s1", at(0), StatusRunning), statusAt(t, "s2", at(1500), StatusFinished))
 		f := only(t, out, typeRunFinished)[0]
 		assert.Equal(t, json.Number("1500"), f.Data["duration_ms"])
@@ -311,7 +311,7 @@ func TestDecorateNeverInvents(t *testing.T) {
 		c := newConversation(t, testConfig(aep.CaptureMetadata, false))
 		noCost := statsAt(t, "st", at(500), 10, 2, 0)
 		delete(noCost.Fields["value"].(map[string]any)["usage_to_metrics"].(map[string]any)["agent"].(map[string]any), "accumulated_cost")
-		out := decorated(t, c, NewDecorator(DecoratorState{}),
+		out := decorated(t, c, NewDecorator(&DecoratorState{}),
 			statusAt(t, "s1", at(0), StatusRunning), noCost, statusAt(t, "s2", at(1500), StatusFinished))
 		f := only(t, out, typeRunFinished)[0]
 		assert.Equal(t, json.Number("10"), f.Data["gen_ai.usage.input_tokens"])
@@ -320,14 +320,14 @@ func TestDecorateNeverInvents(t *testing.T) {
 	t.Run("run start not seen", func(t *testing.T) {
 		c := newConversation(t, testConfig(aep.CaptureMetadata, false))
 		c.Map(statusAt(t, "s1", at(0), StatusRunning), received) // mapped, never decorated
-		out := decorated(t, c, NewDecorator(DecoratorState{}), statusAt(t, "s2", at(1500), StatusFinished))
+		out := decorated(t, c, NewDecorator(&DecoratorState{}), statusAt(t, "s2", at(1500), StatusFinished))
 		f := only(t, out, typeRunFinished)[0]
 		assert.NotContains(t, f.Data, "duration_ms")
 		assert.NotEmpty(t, f.Traceparent)
 	})
 	t.Run("failed and cancelled runs carry no usage", func(t *testing.T) {
 		c := newConversation(t, testConfig(aep.CaptureMetadata, false))
-		out := decorated(t, c, NewDecorator(DecoratorState{}), statusAt(t, "s1", at(0), StatusRunning),
+		out := decorated(t, c, NewDecorator(&DecoratorState{}), statusAt(t, "s1", at(0), StatusRunning),
 			statsAt(t, "st", at(500), 10, 2, 0.5), statusAt(t, "s2", at(1500), StatusError))
 		f := only(t, out, typeRunFailed)[0]
 		assert.Equal(t, json.Number("1500"), f.Data["duration_ms"])
@@ -335,7 +335,7 @@ func TestDecorateNeverInvents(t *testing.T) {
 	})
 	t.Run("capture none", func(t *testing.T) {
 		c := newConversation(t, testConfig(aep.CaptureNone, false))
-		out := decorated(t, c, NewDecorator(DecoratorState{}), decorationScript(t)...)
+		out := decorated(t, c, NewDecorator(&DecoratorState{}), decorationScript(t)...)
 		requireValid(t, out)
 		completed := only(t, out, "tool.completed")[0]
 		assert.Nil(t, completed.Data)
@@ -348,7 +348,7 @@ func TestDecorateNeverInvents(t *testing.T) {
 // the run's duration to the last vendor timestamp seen.
 func TestDecorateEnd(t *testing.T) {
 	c := newConversation(t, testConfig(aep.CaptureMetadata, false))
-	d := NewDecorator(DecoratorState{})
+	d := NewDecorator(&DecoratorState{})
 	decorated(t, c, d, statusAt(t, "s1", at(0), StatusRunning))
 	out := d.DecorateEnd(at(2000), c.End(received, at(2000)))
 	cancelled := only(t, out, typeRunCancelled)[0]
@@ -361,13 +361,13 @@ func TestDecorateEnd(t *testing.T) {
 // first past the bound.
 func TestDecorateBoundsOpenToolCalls(t *testing.T) {
 	c := newConversation(t, testConfig(aep.CaptureMetadata, false))
-	d := NewDecorator(DecoratorState{})
+	d := NewDecorator(&DecoratorState{})
 	evs := []Event{statusAt(t, "s1", at(0), StatusRunning)}
 	for i := range maxOpenToolCalls + 1 {
 		id := "a" + string(rune('0'+i%10)) + "-" + time.Duration(i).String()
 		evs = append(evs, actionAt(t, id, at(i+1), "call-"+id))
 	}
 	decorated(t, c, d, evs...)
-	assert.Len(t, d.State().Tools, maxOpenToolCalls)
-	assert.NotContains(t, d.State().Tools, "call call-"+evs[1].ID(), "the oldest is forgotten")
+	assert.Len(t, d.s.Tools, maxOpenToolCalls)
+	assert.NotContains(t, d.s.Tools, "call call-"+evs[1].ID(), "the oldest is forgotten")
 }

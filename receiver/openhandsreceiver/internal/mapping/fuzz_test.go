@@ -74,7 +74,7 @@ func BenchmarkDecodeAndMap(b *testing.B) {
 			b.ReportAllocs()
 			events := 0
 			for b.Loop() {
-				c, err := NewConversation(cfg)
+				c, err := NewConversation(cfg, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -93,7 +93,7 @@ func testConfig(level aep.Capture, deltas bool) Config {
 
 func newConversation(tb testing.TB, cfg Config) *Conversation {
 	tb.Helper()
-	c, err := NewConversation(cfg)
+	c, err := NewConversation(cfg, nil)
 	require.NoError(tb, err)
 	return c
 }

@@ -237,18 +237,18 @@ func (c *Conversation) emitDelta(e *emission, o origin, key string, value any) {
 
 // executionStatus reads the status a state update reports, from either
 // shape: key execution_status, or value.execution_status of full_state.
+// An empty one reports none: "" is the State's "before the first".
 func executionStatus(key string, value any) (string, bool) {
+	var s any
 	switch key {
 	case "execution_status":
-		s, ok := value.(string)
-		return s, ok
+		s = value
 	case "full_state":
 		state, _ := value.(map[string]any)
-		s, ok := state["execution_status"].(string)
-		return s, ok
-	default:
-		return "", false
+		s = state["execution_status"]
 	}
+	status, _ := s.(string)
+	return status, status != ""
 }
 
 // mapVendor maps a kind onto the vendor plane. At metadata the event

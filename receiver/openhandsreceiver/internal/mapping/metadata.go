@@ -16,7 +16,7 @@ import (
 // derives from key, value and updatedAt (a rename need not move
 // updated_at), so one snapshot seen twice has one id.
 func (c *Conversation) Metadata(key string, value any, updatedAt string, receivedAt time.Time) []*aep.Event {
-	if c.ended {
+	if c.s.Ended {
 		return nil
 	}
 	shown, _ := json.Marshal(value) // a decoded JSON value: it encodes

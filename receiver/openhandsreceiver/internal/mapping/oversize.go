@@ -80,7 +80,7 @@ func (c *Conversation) Undecodable(u Undecodable, receivedAt time.Time) []*aep.E
 // standIn emits one vendor-plane event at warning in place of input that
 // could not be mapped, carrying data (unless the capture level is none).
 func (c *Conversation) standIn(typ string, o origin, receivedAt time.Time, data map[string]any) []*aep.Event {
-	if c.ended {
+	if c.s.Ended {
 		return nil
 	}
 	e := c.begin(receivedAt)

@@ -1,11 +1,10 @@
 package mapping
 
-import "maps"
-
 // State is the part of a Conversation that survives a restart: everything
-// later outputs depend on, as plain data. The receiver persists it beside
-// the session's positions and its socket cursor, and restores it into a
-// fresh Conversation with the same Config.
+// later outputs depend on, as plain data. The receiver holds it in its
+// session's stored state, beside the session's positions and its socket
+// cursor; the Conversation mutates it there (NewConversation), so storing
+// it is copying it, and restoring it is building a Conversation on it.
 //
 // What is not here is rebuilt: the Config, the connect-snapshot flag (one
 // call's worth) and an open delta stream (a restored conversation starts
@@ -33,35 +32,4 @@ type State struct {
 	// Children are the started child conversations not yet shown stopped,
 	// each with its delegation.subagent.started id.
 	Children map[string]string `json:"children,omitempty"`
-}
-
-// Snapshot returns the conversation's State.
-func (c *Conversation) Snapshot() State {
-	s := State{
-		Runs:         c.runs,
-		Run:          c.run,
-		RunStartedID: c.runStartedID,
-		Attention:    c.attention,
-		StartedID:    c.startedID,
-		Ended:        c.ended,
-		Children:     maps.Clone(c.children),
-	}
-	if c.status != nil {
-		s.Status = *c.status
-	}
-	return s
-}
-
-// Restore puts the conversation in State s, as if the events that led to
-// s had been mapped by it. Any open delta stream is dropped.
-func (c *Conversation) Restore(s State) {
-	c.status = nil
-	if s.Status != "" {
-		status := s.Status
-		c.status = &status
-	}
-	c.runs, c.run, c.runStartedID = s.Runs, s.Run, s.RunStartedID
-	c.attention, c.startedID, c.ended = s.Attention, s.StartedID, s.Ended
-	c.children = maps.Clone(s.Children)
-	c.stream, c.lastDelta, c.staleSnapshot = nil, origin{}, false
 }

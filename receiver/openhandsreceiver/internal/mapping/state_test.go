@@ -46,13 +46,13 @@ func TestRestoreContinuesExactly(t *testing.T) {
 		before := newConversation(t, cfg)
 		before.Start(received, received)
 		feed(t, before, events[:cut]...)
-		raw, err := json.Marshal(before.Snapshot())
+		raw, err := json.Marshal(before.s)
 		require.NoError(t, err)
 		var s State
 		require.NoError(t, json.Unmarshal(raw, &s))
 
-		after := newConversation(t, cfg)
-		after.Restore(s)
+		after, err := NewConversation(cfg, &s)
+		require.NoError(t, err)
 		assert.Nil(t, after.Start(received, received), "cut %d: a restored session does not start again", cut)
 		for i, ev := range events[cut:] {
 			var got []string
@@ -66,8 +66,8 @@ func TestRestoreContinuesExactly(t *testing.T) {
 
 func TestSnapshotOfAFreshConversationIsZero(t *testing.T) {
 	c := newConversation(t, testConfig(aep.CaptureMetadata, false))
-	assert.Equal(t, State{}, c.Snapshot())
-	raw, err := json.Marshal(c.Snapshot())
+	assert.Equal(t, State{}, *c.s)
+	raw, err := json.Marshal(c.s)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{}`, string(raw), "a zero state encodes to nothing, so added fields default cleanly")
 }

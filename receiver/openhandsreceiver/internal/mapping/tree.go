@@ -80,11 +80,11 @@ func (c *Conversation) subagentStarted(e *emission, f, obs map[string]any, o ori
 	out.Cause = completed.ID
 	set(out, "child", c.childRef(child))
 	set(out, "tool", toolRef(f, startChildTool))
-	if _, known := c.children[child]; known || len(c.children) < maxOpenChildren {
-		if c.children == nil {
-			c.children = make(map[string]string)
+	if _, known := c.s.Children[child]; known || len(c.s.Children) < maxOpenChildren {
+		if c.s.Children == nil {
+			c.s.Children = make(map[string]string)
 		}
-		c.children[child] = out.ID
+		c.s.Children[child] = out.ID
 	}
 }
 
@@ -95,11 +95,11 @@ func (c *Conversation) subagentStarted(e *emission, f, obs map[string]any, o ori
 // already reported stopped), and once the session ended. The event sits in
 // the parent's open run, if any, and names the started event as its cause.
 func (c *Conversation) SubagentStopped(child, status string, at time.Time) *aep.Event {
-	started, ok := c.children[child]
-	if c.ended || !ok || !childStopped(status) {
+	started, ok := c.s.Children[child]
+	if c.s.Ended || !ok || !childStopped(status) {
 		return nil
 	}
-	delete(c.children, child)
+	delete(c.s.Children, child)
 	e := c.begin(at)
 	out := e.emit(typeSubagentStopped, origin{key: "child " + child, at: at})
 	out.Cause = started

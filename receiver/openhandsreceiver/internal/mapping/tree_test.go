@@ -150,8 +150,9 @@ func TestSubagentStopped(t *testing.T) {
 func TestSubagentSurvivesRestore(t *testing.T) {
 	c := newConversation(t, testConfig(aep.CaptureMetadata, false))
 	out := feed(t, c, stateEvent(t, "s1", StatusRunning), childLaunch(t, testChild, false))
-	restored := newConversation(t, testConfig(aep.CaptureMetadata, false))
-	restored.Restore(c.Snapshot())
+	state := *c.s
+	restored, err := NewConversation(testConfig(aep.CaptureMetadata, false), &state)
+	require.NoError(t, err)
 	stopped := restored.SubagentStopped(testChild, StatusFinished, received)
 	require.NotNil(t, stopped)
 	assert.Equal(t, findType(out, typeSubagentStarted).ID, stopped.Cause)
