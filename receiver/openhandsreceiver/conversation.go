@@ -67,14 +67,15 @@ type conversation struct {
 	id      string
 	session *session
 	*attachSettings
+	// only orders, with webhook.only, discovery's backfills and the
+	// webhook's pushed batches, under a lock of its own.
+	only onlyState
 
 	// Owned by the attach goroutine.
 	connectSnapshotPending bool // the connection's first snapshot is still to come
 	// socket is the attached socket, nil between attaches; discovery cuts
 	// it when it falls behind search (noteSearch).
 	socket atomic.Pointer[socketCut]
-	// only orders, with webhook.only, backfills and pushed batches.
-	only onlyState
 
 	// Owned by the discovery goroutine.
 	info   conversationInfo // as search last showed it
