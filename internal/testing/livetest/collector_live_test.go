@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
@@ -87,6 +88,31 @@ func startCollectorProcess(tb testing.TB, bin, config string) *collectorProcess 
 func (p *collectorProcess) logText() string {
 	raw, _ := os.ReadFile(p.log)
 	return string(raw)
+}
+
+// logOnFailure prints the tails of the collectors' and the agent server's
+// logs when the test has failed.
+func logOnFailure(t *testing.T, server *agentServer, cols ...*collectorProcess) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, c := range cols {
+				t.Logf("collector log:\n%s", tail(c.logText(), 6000))
+			}
+			t.Logf("agent server log:\n%s", server.logTail())
+		}
+	})
+}
+
+// startRecordedFront puts a Recorder of the agent server at upstream behind
+// its own Front, both closed when the test ends.
+func startRecordedFront(tb testing.TB, upstream string) (*Recorder, *Front) {
+	rec, err := NewRecorder(upstream)
+	require.NoError(tb, err)
+	tb.Cleanup(rec.Close)
+	front, err := StartFront(rec)
+	require.NoError(tb, err)
+	tb.Cleanup(front.Close)
+	return rec, front
 }
 
 // otlpSink keeps the AEP events of every OTLP/HTTP logs export, by the

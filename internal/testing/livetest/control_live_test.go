@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -44,32 +43,15 @@ type gated struct {
 // must arrive within the declared window, each outcome be cause-linked,
 // and each guard refuse where the status says it must, without a write.
 func TestLiveControl(t *testing.T) {
-	python, bin := os.Getenv("OH_PYTHON"), os.Getenv("OTELCOL_BIN")
-	if python == "" || bin == "" {
-		t.Fatal("OH_PYTHON and OTELCOL_BIN must name the virtualenv's python and the built collector (make live-test sets both)")
-	}
+	python, bin, llm := liveTools(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	scripts, err := fakellm.LoadScripts("testdata/scripts")
-	require.NoError(t, err)
-	llm, err := fakellm.Start(scripts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = llm.Close() })
 	g := &gated{t: t, server: startAgentServer(t, python), llm: llm}
-	g.rec, err = NewRecorder(g.server.url)
-	require.NoError(t, err)
-	t.Cleanup(g.rec.Close)
-	front, err := StartFront(g.rec)
-	require.NoError(t, err)
-	t.Cleanup(front.Close)
+	var front *Front
+	g.rec, front = startRecordedFront(t, g.server.url)
 	g.relay = aeprelaytest.Start(t, aeprelaytest.Config{Token: relayToken})
 	g.col = startCollectorProcess(t, bin, gatedConfig(front.ProxyURL(), g.relay.URL()))
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("collector log:\n%s", tail(g.col.logText(), 6000))
-			t.Logf("agent server log:\n%s", g.server.logTail())
-		}
-	})
+	logOnFailure(t, g.server, g.col)
 
 	t.Run("approve", func(t *testing.T) {
 		id := g.open(ctx, conversationSpec{script: "confirm_accept", confirm: true})

@@ -126,12 +126,7 @@ func startLive(t *testing.T, modes []string) *live {
 	for _, mode := range modes {
 		fronts, relays := map[aep.Capture]string{}, map[aep.Capture]string{}
 		for _, level := range Levels {
-			rec, err := NewRecorder(l.server.url)
-			require.NoError(t, err)
-			front, err := StartFront(rec)
-			require.NoError(t, err)
-			t.Cleanup(front.Close)
-			t.Cleanup(rec.Close)
+			rec, front := startRecordedFront(t, l.server.url)
 			relay := aeprelaytest.Start(t, aeprelaytest.Config{Token: relayToken})
 			l.receivers = append(l.receivers, &receiverUnderTest{mode: mode, level: level, rec: rec, front: front, relay: relay})
 			fronts[level], relays[level] = front.ProxyURL(), relay.URL()
@@ -140,14 +135,7 @@ func startLive(t *testing.T, modes []string) *live {
 		l.sinks[mode] = sink
 		l.cols = append(l.cols, startCollectorProcess(t, bin, collectorConfig(mode, fronts, relays, sink.URL())))
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, c := range l.cols {
-				t.Logf("collector log:\n%s", tail(c.logText(), 6000))
-			}
-			t.Logf("agent server log:\n%s", l.server.logTail())
-		}
-	})
+	logOnFailure(t, l.server, l.cols...)
 	return l
 }
 

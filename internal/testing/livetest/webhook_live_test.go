@@ -44,12 +44,7 @@ func TestLiveWebhook(t *testing.T) {
 		"OH_WEBHOOKS_0_FLUSH_DELAY=1",
 		"OH_WEBHOOKS_0_RETRY_DELAY=1")
 
-	rec, err := NewRecorder(server.url)
-	require.NoError(t, err)
-	t.Cleanup(rec.Close)
-	front, err := StartFront(rec)
-	require.NoError(t, err)
-	t.Cleanup(front.Close)
+	rec, front := startRecordedFront(t, server.url)
 	relay := aeprelaytest.Start(t, aeprelaytest.Config{Token: relayToken})
 	// The relay takes a repeat of an event it holds as a redelivery; the
 	// OTLP sink keeps every record the pipeline exported.
@@ -76,12 +71,7 @@ service:
       receivers: [openhands]
       exporters: [aeprelay, otlp_http]
 `, Indent(receiver, 4), relay.URL(), relayToken, sink.URL()))
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("collector log:\n%s", tail(col.logText(), 6000))
-			t.Logf("agent server log:\n%s", server.logTail())
-		}
-	})
+	logOnFailure(t, server, col)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
