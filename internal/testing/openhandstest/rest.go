@@ -373,16 +373,11 @@ func (s *Server) handleRun(w http.ResponseWriter, _ *http.Request, c *conversati
 	s.mu.Lock()
 	err := s.startRunLocked(c)
 	s.mu.Unlock()
-	switch {
-	case errors.Is(err, errAlreadyRunning):
+	if errors.Is(err, errAlreadyRunning) {
 		writeDetail(w, http.StatusConflict, "Conversation already running. Wait for completion or pause first.")
-	case errors.Is(err, ErrConversationDeleted):
-		writeDetail(w, http.StatusBadRequest, "inactive_service")
-	case err != nil:
-		writeServerError(w, err.Error())
-	default:
-		writeJSON(w, http.StatusOK, map[string]any{"success": true})
+		return
 	}
+	writeSuccess(w, err)
 }
 
 func (s *Server) handleDelete(w http.ResponseWriter, _ *http.Request, c *conversation) {
@@ -522,16 +517,11 @@ func (s *Server) handleSendMessage(w http.ResponseWriter, r *http.Request, c *co
 	s.mu.Lock()
 	_, err := s.sendMessageLocked(c, msg, run)
 	s.mu.Unlock()
-	switch {
-	case errors.Is(err, ErrConversationDeleted):
-		writeDetail(w, http.StatusBadRequest, "inactive_service")
-	case errors.Is(err, errUserRoleOnly):
+	if errors.Is(err, errUserRoleOnly) {
 		writeServerError(w, userRoleOnlyDetail) // an AssertionError in the SDK
-	case err != nil:
-		writeServerError(w, err.Error())
-	default:
-		writeJSON(w, http.StatusOK, map[string]any{"success": true})
+		return
 	}
+	writeSuccess(w, err)
 }
 
 func (s *Server) handleRespondToConfirmation(w http.ResponseWriter, r *http.Request, c *conversation) {
@@ -551,6 +541,13 @@ func (s *Server) handleRespondToConfirmation(w http.ResponseWriter, r *http.Requ
 	s.mu.Lock()
 	err := s.respondToConfirmationLocked(c, *req.Accept, reason)
 	s.mu.Unlock()
+	writeSuccess(w, err)
+}
+
+// writeSuccess answers a write to a conversation as the server does: its
+// success body, 400 inactive_service once the conversation is deleted, or
+// the unhandled-exception 500.
+func writeSuccess(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, ErrConversationDeleted):
 		writeDetail(w, http.StatusBadRequest, "inactive_service")
