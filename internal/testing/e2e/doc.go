@@ -2,8 +2,8 @@
 // benchmark of the otelcol-openhands distribution. They build the real
 // collector service in-process (otelcol.NewCollector with the
 // distribution's own factories) and run it between a stub OpenHands agent
-// server (internal/openhandstest) and a conformant AEP relay
-// (internal/aeprelaytest), with an OTLP/HTTP sink on the second exporter:
+// server (internal/testing/openhandstest) and a conformant AEP relay
+// (internal/testing/aeprelaytest), with an OTLP/HTTP sink on the second exporter:
 //
 //	stub agent server → openhands receiver → batch → aeprelay exporter → relay
 //	                                                → otlphttp exporter  → sink

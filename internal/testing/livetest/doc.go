@@ -3,7 +3,7 @@
 //
 // The live test (live_test.go, build tag `live`, run by `make live-test`)
 // starts the agent server from the pinned virtualenv, a scripted fake LLM
-// (internal/fakellm), AEP relays and OTLP sinks, and runs the built
+// (internal/testing/fakellm), AEP relays and OTLP sinks, and runs the built
 // collector binary in every socket mode. Each receiver reaches the server
 // through its own Front, a forward HTTP proxy (the receiver's proxy_url)
 // that relays to the server and records every REST exchange and socket

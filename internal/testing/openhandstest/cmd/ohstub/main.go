@@ -1,6 +1,6 @@
 // Command ohstub runs the stub agent server of package openhandstest as its
 // own process, driven line by line on stdin, for the out-of-process
-// benchmark (internal/benche2e) and manual testing. It prints
+// benchmark (internal/testing/benche2e) and manual testing. It prints
 // "listening <base URL>" once serving, then answers each command with one
 // line:
 //
