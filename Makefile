@@ -12,7 +12,7 @@ GOTEST      := $(GO) test -race -count=1
 # into a virtualenv outside the repository and reused while it matches.
 OH_SERVER_VERSION := 1.58.2
 OH_VENV     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/otelcol-openhands/venv-$(OH_SERVER_VERSION)
-LIVE_TEST   := OH_PYTHON=$(OH_VENV)/bin/python OTELCOL_BIN=$(BIN) $(GOTEST) -tags live -timeout 15m -run '^TestLive(Control|Tree|Webhook)?$$' -v ./internal/livetest/
+LIVE_TEST   := OH_PYTHON=$(OH_VENV)/bin/python OTELCOL_BIN=$(BIN) $(GOTEST) -tags live -timeout 15m -run '^TestLive(Control|Tree|Webhook)?$$' -v ./internal/testing/livetest/
 
 .PHONY: all build test unit-test lint bench bench-e2e demo demo-control demo-fleet clean venv live-test record
 
@@ -27,7 +27,7 @@ build: $(OCB)
 	$(OCB) --config=builder-config.yaml --skip-compilation
 	cd $(DIST_DIR) && $(GO) build -trimpath -o $(BIN) .
 
-# unit-test needs the built distribution: internal/crashtest runs it as a
+# unit-test needs the built distribution: internal/testing/crashtest runs it as a
 # child process and kills it with SIGKILL (it fails, never skips, without it).
 unit-test: build
 	OTELCOL_OPENHANDS_BIN=$(BIN) $(GOTEST) ./...
@@ -47,19 +47,19 @@ lint: $(STATICCHECK)
 # demo builds the distribution and plays one scripted conversation through
 # it: simulated agent server -> collector -> local AEP relay, on loopback.
 demo: build
-	$(GO) run ./internal/demo -collector $(BIN) -config testdata/demo-config.yaml
+	$(GO) run ./internal/testing/demo -collector $(BIN) -config testdata/demo-config.yaml
 
 # demo-control is the demo with the control gate open: an operator approves
 # a pending action, then pauses and resumes the run, through the relay.
 demo-control: build
-	$(GO) run ./internal/demo -scenario control -collector $(BIN) -config testdata/demo-control-config.yaml
+	$(GO) run ./internal/testing/demo -scenario control -collector $(BIN) -config testdata/demo-control-config.yaml
 
 # demo-fleet is the demo with other agents beside OpenHands: a Codex-shaped
 # OTLP log export (otlp receiver, aepinbound processor) and an AEP
 # emitter's POST (aep receiver) into the same collector: one relay stream,
 # one waterfall per session, one cost table.
 demo-fleet: build
-	$(GO) run ./internal/demo -scenario fleet -collector $(BIN) -config testdata/demo-fleet-config.yaml
+	$(GO) run ./internal/testing/demo -scenario fleet -collector $(BIN) -config testdata/demo-fleet-config.yaml
 
 venv:
 	@.ci/agent-server-venv $(OH_VENV) $(OH_SERVER_VERSION)
@@ -82,10 +82,10 @@ bench:
 
 # bench-e2e measures the built collector out of process: the stub agent
 # server, the test relay, the floor client and the plain OTLP pipeline run
-# as processes beside it (internal/benche2e). BENCH_E2E_FLAGS passes flags,
+# as processes beside it (internal/testing/benche2e). BENCH_E2E_FLAGS passes flags,
 # e.g. BENCH_E2E_FLAGS="-soak -conversations 100".
 bench-e2e: build
-	$(GO) build -o bin/ ./internal/benche2e ./internal/openhandstest/cmd/ohstub ./internal/aeprelaytest/cmd/aeprelay
+	$(GO) build -o bin/ ./internal/testing/benche2e ./internal/testing/openhandstest/cmd/ohstub ./internal/testing/aeprelaytest/cmd/aeprelay
 	bin/benche2e -collector $(BIN) -stub bin/ohstub -relay bin/aeprelay $(BENCH_E2E_FLAGS)
 
 clean:

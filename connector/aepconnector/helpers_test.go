@@ -24,7 +24,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
-	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrytest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/telemetrytest"
 )
 
 var update = flag.Bool("update", false, "rewrite the pinned testdata/*.txt renderings")

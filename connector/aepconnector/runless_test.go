@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor/processortest"
 
-	"github.com/otelcol-openhands/otelcol-openhands/internal/vendorexport"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/vendorexport"
 	"github.com/otelcol-openhands/otelcol-openhands/processor/aepinboundprocessor"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
-	"github.com/otelcol-openhands/otelcol-openhands/internal/vendorexport"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/vendorexport"
 )
 
 var latestNames = []string{"gen_ai.invoke_agent.duration", "gen_ai.execute_tool.duration",

@@ -27,8 +27,8 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/schema"
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/stream"
-	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrytest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/stream"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/telemetrytest"
 )
 
 // testTimeout bounds every wait in these tests.

@@ -14,8 +14,8 @@ import (
 	"go.opentelemetry.io/collector/exporter/exportertest"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aeprelaytest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/aeprelaytest"
 )
 
 func TestFactory(t *testing.T) {

@@ -24,7 +24,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
-	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrytest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/telemetrytest"
 )
 
 // testTimeout bounds every wait in these tests.

@@ -18,7 +18,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aeprelaytest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/aeprelaytest"
 )
 
 // TestRefusedCredentialsAreRetried: a relay that refuses the exporter's

@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
-	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
+	oh "github.com/otelcol-openhands/otelcol-openhands/internal/testing/openhandstest"
 )
 
 // stored is s as the receiver's storage gives it back: encoded, decoded.

@@ -24,8 +24,8 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/exporter/aeprelayexporter"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
-	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
-	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrytest"
+	oh "github.com/otelcol-openhands/otelcol-openhands/internal/testing/openhandstest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/telemetrytest"
 )
 
 const waitFor = 10 * time.Second

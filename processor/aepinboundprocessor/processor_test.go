@@ -21,8 +21,8 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/schema"
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/stream"
-	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrytest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/stream"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/telemetrytest"
 )
 
 var t0 = time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)

@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/collector/extension/extensiontest"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/stream"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/stream"
 )
 
 var fileStorageID = component.MustNewID("file_storage")

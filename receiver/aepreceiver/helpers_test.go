@@ -28,7 +28,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/capture"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
-	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrytest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/telemetrytest"
 )
 
 // harness is one started receiver on a loopback port, its log records

@@ -17,8 +17,8 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/stream"
-	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
+	oh "github.com/otelcol-openhands/otelcol-openhands/internal/testing/openhandstest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/stream"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
 

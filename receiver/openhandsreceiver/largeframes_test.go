@@ -35,7 +35,7 @@ import (
 func BenchmarkLargeFramesHeap(b *testing.B) {
 	const conversations, frameBytes = 20, 15 << 20
 	bin := filepath.Join(b.TempDir(), "ohstub")
-	build := exec.Command("go", "build", "-o", bin, "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest/cmd/ohstub")
+	build := exec.Command("go", "build", "-o", bin, "github.com/otelcol-openhands/otelcol-openhands/internal/testing/openhandstest/cmd/ohstub")
 	out, err := build.CombinedOutput()
 	require.NoError(b, err, "%s", out)
 	for _, bc := range []struct {

@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
+	oh "github.com/otelcol-openhands/otelcol-openhands/internal/testing/openhandstest"
 )
 
 // TestEveryFailingServerIsLogged: rate limiting is per server, so while one

@@ -11,7 +11,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
-	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
+	oh "github.com/otelcol-openhands/otelcol-openhands/internal/testing/openhandstest"
 )
 
 // poisonText is the content of a stored event too large for a 64 KiB frame

@@ -26,9 +26,9 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/schema"
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/stream"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
-	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
+	oh "github.com/otelcol-openhands/otelcol-openhands/internal/testing/openhandstest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/stream"
 )
 
 const (

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
-	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
+	oh "github.com/otelcol-openhands/otelcol-openhands/internal/testing/openhandstest"
 )
 
 // waitFirst waits for the session's first event of type typ.

@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
-	oh "github.com/otelcol-openhands/otelcol-openhands/internal/openhandstest"
+	oh "github.com/otelcol-openhands/otelcol-openhands/internal/testing/openhandstest"
 )
 
 // firstEvents signals, per session, the first AEP event mapped from a
