@@ -105,7 +105,8 @@ func decodeState(raw []byte) (durableState, error) {
 
 // snapshotLocked is the session's durable state now: its value, with
 // the two parts that keep their own form taken in, the overlap window's
-// ids and the gate's notes. s.mu must be held.
+// ids and the gate's notes. The copy shares its maps with the live state,
+// so it is encoded before s.mu is released. s.mu must be held.
 func (s *session) snapshotLocked() durableState {
 	state := s.durable
 	state.Cursor.Recent = s.overlap.ids()
