@@ -9,19 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/configcheck/configchecktest"
 )
 
 func loadConfig(t *testing.T, name string) *Config {
 	t.Helper()
-	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
-	require.NoError(t, err)
-	sub, err := cm.Sub(component.MustNewIDWithName(componentType.String(), name).String())
-	require.NoError(t, err)
 	cfg := createDefaultConfig().(*Config)
-	require.NoError(t, sub.Unmarshal(cfg))
+	configchecktest.Load(t, filepath.Join("testdata", "config.yaml"), component.MustNewIDWithName(componentType.String(), name), cfg)
 	return cfg
 }
 

@@ -1,7 +1,6 @@
 package aepreceiver
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/configcheck/configchecktest"
@@ -20,17 +18,8 @@ import (
 // collector does.
 func loadConfig(t *testing.T, name string) *Config {
 	t.Helper()
-	resolver, err := confmap.NewResolver(confmap.ResolverSettings{
-		URIs:              []string{"file:" + filepath.Join("testdata", "config.yaml")},
-		ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory()},
-	})
-	require.NoError(t, err)
-	cm, err := resolver.Resolve(context.Background())
-	require.NoError(t, err)
-	sub, err := cm.Sub(component.MustNewIDWithName(componentType.String(), name).String())
-	require.NoError(t, err)
 	cfg := createDefaultConfig().(*Config)
-	require.NoError(t, sub.Unmarshal(cfg))
+	configchecktest.Load(t, filepath.Join("testdata", "config.yaml"), component.MustNewIDWithName(componentType.String(), name), cfg)
 	return cfg
 }
 
