@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/consumer/consumertest"
-	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -24,7 +23,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/schema"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/testing/openhandstest"
@@ -173,27 +172,7 @@ func startHarnessSockets(t *testing.T, cfg *Config, extensions map[component.ID]
 // events decodes every emitted log record back into its AEP event, in
 // emission order.
 func (h *harness) events() []*aep.Event {
-	var out []*aep.Event
-	for _, logs := range h.sink.AllLogs() {
-		out = append(out, logEvents(h.t, logs)...)
-	}
-	return out
-}
-
-// logEvents decodes the AEP events of one batch of log records.
-func logEvents(t *testing.T, logs plog.Logs) []*aep.Event {
-	t.Helper()
-	var out []*aep.Event
-	for _, rl := range logs.ResourceLogs().All() {
-		for _, sl := range rl.ScopeLogs().All() {
-			for _, lr := range sl.LogRecords().All() {
-				ev, err := projection.FromLogRecord(lr, rl.Resource())
-				require.NoError(t, err)
-				out = append(out, ev)
-			}
-		}
-	}
-	return out
+	return aeptest.EventsOf(h.t, h.sink.AllLogs()...)
 }
 
 func (h *harness) session(id string) []*aep.Event {
