@@ -281,6 +281,30 @@ func mustStatus(t *testing.T, c *oh.Conversation, status string) {
 	require.NoError(t, err)
 }
 
+// watchRunning starts a receiver on socket watching a new conversation of
+// stub, and sets the conversation running once it is attached.
+func watchRunning(t *testing.T, stub *oh.Server, socket string) (*oh.Conversation, *harness) {
+	t.Helper()
+	conv := createConversation(t, stub)
+	h := startHarness(t, fastConfig(socket, stub))
+	h.waitLive(conv, 1)
+	mustStatus(t, conv, oh.StatusRunning)
+	return conv, h
+}
+
+// steppingClock is a server clock that reads start plus step more at each
+// reading.
+func steppingClock(start time.Time, step time.Duration) func() time.Time {
+	var mu sync.Mutex
+	n := 0
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return start.Add(time.Duration(n) * step)
+	}
+}
+
 func createConversation(t *testing.T, s *oh.Server) *oh.Conversation {
 	t.Helper()
 	c, err := s.CreateConversation(oh.ConversationOptions{})
@@ -373,10 +397,7 @@ func TestTerminalStatuses(t *testing.T) {
 		} {
 			t.Run(tc.status, func(t *testing.T) {
 				stub := startStub(t)
-				conv := createConversation(t, stub)
-				h := startHarness(t, fastConfig(socket, stub))
-				h.waitLive(conv, 1)
-				mustStatus(t, conv, oh.StatusRunning)
+				conv, h := watchRunning(t, stub, socket)
 				mustStatus(t, conv, tc.status)
 				got := h.waitTypes(conv.ID(), tc.want...)
 				terminal := last(got, tc.want[1])
@@ -393,10 +414,7 @@ func TestTerminalStatuses(t *testing.T) {
 
 		t.Run("deleted with pending attention", func(t *testing.T) {
 			stub := startStub(t)
-			conv := createConversation(t, stub)
-			h := startHarness(t, fastConfig(socket, stub))
-			h.waitLive(conv, 1)
-			mustStatus(t, conv, oh.StatusRunning)
+			conv, h := watchRunning(t, stub, socket)
 			mustStatus(t, conv, oh.StatusWaitingForConfirmation)
 			h.waitTypes(conv.ID(), "state.delta", "attention.requested")
 			require.NoError(t, conv.Delete())
@@ -446,10 +464,7 @@ func TestDeltasOffThenOn(t *testing.T) {
 func TestReconnectMidRunWithOverlap(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		stub := startStub(t)
-		conv := createConversation(t, stub)
-		h := startHarness(t, fastConfig(socket, stub))
-		h.waitLive(conv, 1)
-		mustStatus(t, conv, oh.StatusRunning)
+		conv, h := watchRunning(t, stub, socket)
 		act := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
 		h.waitTypes(conv.ID(), "tool.requested")
 
@@ -482,17 +497,7 @@ func TestReconnectMidRunWithOverlap(t *testing.T) {
 // (session), and the bounded overlap window still drops every repeat.
 func TestReconnectAfterLongHistory(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
-		var ticks sync.Mutex
-		n := 0
-		stub := oh.Start(t, oh.Config{
-			SessionAPIKeys: []string{testKey},
-			Clock: func() time.Time {
-				ticks.Lock()
-				defer ticks.Unlock()
-				n++
-				return historyStart.Add(time.Duration(n) * 100 * time.Millisecond)
-			},
-		})
+		stub := oh.Start(t, oh.Config{SessionAPIKeys: []string{testKey}, Clock: steppingClock(historyStart, 100*time.Millisecond)})
 		conv := createConversation(t, stub)
 		mustStatus(t, conv, oh.StatusRunning)
 		for range 500 {
@@ -714,10 +719,7 @@ func TestWrongKeyIsPermanent(t *testing.T) {
 func TestAgentServerRestartMidRun(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		stub := startStub(t)
-		conv := createConversation(t, stub)
-		h := startHarness(t, fastConfig(socket, stub))
-		h.waitLive(conv, 1)
-		mustStatus(t, conv, oh.StatusRunning)
+		conv, h := watchRunning(t, stub, socket)
 		mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
 		h.waitTypes(conv.ID(), "tool.requested")
 
@@ -753,23 +755,12 @@ func TestUnknownConversationCloseRetriesAtDiscovery(t *testing.T) {
 // whole seconds, so vendor timestamps carry no fraction.
 func TestTransportShapesAndTimestampForms(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
-		base := time.Date(2026, 8, 22, 14, 3, 11, 0, time.UTC)
-		var ticks sync.Mutex
-		n := 0
 		stub := oh.Start(t, oh.Config{
 			SessionAPIKeys:      []string{testKey},
 			LegacyTransportDump: true,
-			Clock: func() time.Time {
-				ticks.Lock()
-				defer ticks.Unlock()
-				n++
-				return base.Add(time.Duration(n) * time.Second)
-			},
+			Clock:               steppingClock(time.Date(2026, 8, 22, 14, 3, 11, 0, time.UTC), time.Second),
 		})
-		conv := createConversation(t, stub)
-		h := startHarness(t, fastConfig(socket, stub))
-		h.waitLive(conv, 1)
-		mustStatus(t, conv, oh.StatusRunning)
+		conv, h := watchRunning(t, stub, socket)
 		act := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
 		h.waitTypes(conv.ID(), "tool.requested")
 		conv.DropSockets()
@@ -893,10 +884,7 @@ func TestRefusedSocketsBackOff(t *testing.T) {
 // the status back: no premature terminal, no extra run.
 func TestSnapshotBufferedDuringHistoryIsStale(t *testing.T) {
 	stub := startStub(t)
-	conv := createConversation(t, stub)
-	h := startHarness(t, fastConfig(socketEvents, stub))
-	h.waitLive(conv, 1)
-	mustStatus(t, conv, oh.StatusRunning)
+	conv, h := watchRunning(t, stub, socketEvents)
 	h.waitTypes(conv.ID(), "run.started", "state.delta")
 
 	var once sync.Once
