@@ -1,7 +1,6 @@
 package aepreceiver
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,10 +16,7 @@ import (
 // loadConfig loads one instance of testdata/config.yaml the way the
 // collector does.
 func loadConfig(t *testing.T, name string) *Config {
-	t.Helper()
-	cfg := createDefaultConfig().(*Config)
-	configchecktest.Load(t, filepath.Join("testdata", "config.yaml"), component.MustNewIDWithName(componentType.String(), name), cfg)
-	return cfg
+	return configchecktest.LoadTestdata[Config](t, component.NewIDWithName(componentType, name), createDefaultConfig)
 }
 
 func TestLoadConfig(t *testing.T) {

@@ -3,7 +3,6 @@ package openhandsreceiver
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,10 +22,7 @@ import (
 // loadConfig loads one instance of testdata/config.yaml the way the
 // collector does, ${env:...} references resolved.
 func loadConfig(t *testing.T, name string) *Config {
-	t.Helper()
-	cfg := createDefaultConfig().(*Config)
-	configchecktest.Load(t, filepath.Join("testdata", "config.yaml"), component.MustNewIDWithName(componentType.String(), name), cfg)
-	return cfg
+	return configchecktest.LoadTestdata[Config](t, component.NewIDWithName(componentType, name), createDefaultConfig)
 }
 
 func TestLoadConfig(t *testing.T) {

@@ -2,6 +2,7 @@ package configchecktest // import "github.com/otelcol-openhands/otelcol-openhand
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -27,6 +28,15 @@ func Load(t testing.TB, path string, id component.ID, cfg component.Config) {
 	sub, err := cm.Sub(id.String())
 	require.NoError(t, err)
 	require.NoError(t, sub.Unmarshal(cfg))
+}
+
+// LoadTestdata loads the section id of the package's
+// testdata/config.yaml over a new default configuration, as Load does.
+func LoadTestdata[C any](t testing.TB, id component.ID, newDefault func() component.Config) *C {
+	t.Helper()
+	cfg := newDefault().(*C)
+	Load(t, filepath.Join("testdata", "config.yaml"), id, cfg)
+	return cfg
 }
 
 // Expected is one section of a test configuration file and what loading it
