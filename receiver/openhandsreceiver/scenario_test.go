@@ -281,13 +281,20 @@ func mustStatus(t *testing.T, c *oh.Conversation, status string) {
 	require.NoError(t, err)
 }
 
-// watchRunning starts a receiver on socket watching a new conversation of
-// stub, and sets the conversation running once it is attached.
-func watchRunning(t *testing.T, stub *oh.Server, socket string) (*oh.Conversation, *harness) {
+// watchNew starts a receiver on socket watching a new conversation of
+// stub, and returns once the conversation is attached.
+func watchNew(t *testing.T, stub *oh.Server, socket string) (*oh.Conversation, *harness) {
 	t.Helper()
 	conv := createConversation(t, stub)
 	h := startHarness(t, fastConfig(socket, stub))
 	h.waitLive(conv, 1)
+	return conv, h
+}
+
+// watchRunning is watchNew, the conversation then set running.
+func watchRunning(t *testing.T, stub *oh.Server, socket string) (*oh.Conversation, *harness) {
+	t.Helper()
+	conv, h := watchNew(t, stub, socket)
 	mustStatus(t, conv, oh.StatusRunning)
 	return conv, h
 }
@@ -610,9 +617,7 @@ func TestTwoServers(t *testing.T) {
 func TestSessionEndsWhenConversationDisappears(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		stub := startStub(t)
-		conv := createConversation(t, stub)
-		h := startHarness(t, fastConfig(socket, stub))
-		h.waitLive(conv, 1)
+		conv, h := watchNew(t, stub, socket)
 		require.NoError(t, conv.Delete())
 		got := h.waitTypes(conv.ID(), "session.ended")
 		assert.Equal(t, "killed", last(got, "session.ended").Data["reason"])
@@ -736,9 +741,7 @@ func TestAgentServerRestartMidRun(t *testing.T) {
 func TestUnknownConversationCloseRetriesAtDiscovery(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		stub := startStub(t)
-		conv := createConversation(t, stub)
-		h := startHarness(t, fastConfig(socket, stub))
-		h.waitLive(conv, 1)
+		conv, h := watchNew(t, stub, socket)
 		conv.CloseSockets(4004, "Conversation not found")
 		// 4004 stops the socket's own retries; discovery still lists the
 		// conversation, so its next round attaches again.
