@@ -1,7 +1,6 @@
 package aepconnector
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -9,20 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/configcheck/configchecktest"
 )
 
 func loadConfig(t *testing.T, name string) *Config {
-	t.Helper()
-	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
-	require.NoError(t, err)
-	sub, err := cm.Sub(component.MustNewIDWithName(componentType.String(), name).String())
-	require.NoError(t, err)
-	cfg := createDefaultConfig().(*Config)
-	require.NoError(t, sub.Unmarshal(cfg))
-	return cfg
+	return configchecktest.LoadTestdata[Config](t, component.NewIDWithName(componentType, name), createDefaultConfig)
 }
 
 func TestLoadConfig(t *testing.T) {

@@ -9,26 +9,20 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/configcheck/configchecktest"
 )
 
 func TestLoadConfig(t *testing.T) {
-	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
-	require.NoError(t, err)
-
-	tests := []struct {
-		id       component.ID
-		expected func(*Config)
-	}{
+	configchecktest.LoadsAsExpected(t, filepath.Join("testdata", "config.yaml"), createDefaultConfig, []configchecktest.Expected[Config]{
 		{
-			id:       component.NewID(componentType),
-			expected: func(cfg *Config) { cfg.Directory = "/var/lib/otelcol/aep" },
+			ID:   component.NewID(componentType),
+			Want: func(cfg *Config) { cfg.Directory = "/var/lib/otelcol/aep" },
 		},
 		{
-			id: component.NewIDWithName(componentType, "full"),
-			expected: func(cfg *Config) {
+			ID: component.NewIDWithName(componentType, "full"),
+			Want: func(cfg *Config) {
 				cfg.Directory = "/var/lib/otelcol/aep"
 				cfg.FileMode, cfg.DirMode = "0640", "0750"
 				cfg.Fsync = FsyncEveryBatch
@@ -48,20 +42,7 @@ func TestLoadConfig(t *testing.T) {
 				cfg.RetryConfig.MaxElapsedTime = 0
 			},
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.id.String(), func(t *testing.T) {
-			cfg := NewFactory().CreateDefaultConfig()
-			sub, err := cm.Sub(tt.id.String())
-			require.NoError(t, err)
-			require.NoError(t, sub.Unmarshal(cfg))
-			require.NoError(t, confmap.Validate(cfg))
-
-			want := createDefaultConfig().(*Config)
-			tt.expected(want)
-			assert.Equal(t, want, cfg)
-		})
-	}
+	})
 }
 
 func TestDefaultConfigNeedsDirectory(t *testing.T) {

@@ -100,10 +100,20 @@ func segmentLines(path string, n int) ([][]byte, error) {
 // gzipLines returns up to n of the last complete lines of a gzipped
 // segment; none if it is gone.
 func gzipLines(path string, n int) ([][]byte, error) {
-	f, err := os.Open(path)
+	raw, err := readGzip(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	raw = raw[:bytes.LastIndexByte(raw, '\n')+1]
+	return lastLines(bytes.NewReader(raw), int64(len(raw)), n)
+}
+
+// readGzip reads a gzipped file whole.
+func readGzip(path string) ([]byte, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -112,10 +122,5 @@ func gzipLines(path string, n int) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, err
-	}
-	raw = raw[:bytes.LastIndexByte(raw, '\n')+1]
-	return lastLines(bytes.NewReader(raw), int64(len(raw)), n)
+	return io.ReadAll(zr)
 }

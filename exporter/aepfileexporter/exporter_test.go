@@ -75,15 +75,7 @@ func mustParse(t *testing.T, line string) *aep.Event {
 // max_capture a line carries the capture the projection carried, payload
 // and all; with it, nothing above the ceiling reaches the disk.
 func TestCaptureStaysAsProjected(t *testing.T) {
-	full := newEvent("s1", 0)
-	full.Type, full.Subject, full.Run = "attention.requested", "Bash", ""
-	full.Severity, full.Capture = aep.SeverityNotice, aep.CaptureFull
-	full.Data = map[string]any{
-		"kind":        "permission",
-		"prompt":      "Permission requested: Bash — rm -rf build/",
-		"options":     []any{map[string]any{"id": "allow", "label": "Allow"}, map[string]any{"id": "deny", "label": "Deny"}},
-		"respond_via": []any{"control"},
-	}
+	full := aeptest.MakeAttentionRequest(newEvent("s1", 0))
 	tests := []struct {
 		name        string
 		maxCapture  aep.Capture

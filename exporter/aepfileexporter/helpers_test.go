@@ -36,20 +36,7 @@ const testTimeout = 10 * time.Second
 
 // newEvent is a valid session-scoped event of the openhands agent.
 func newEvent(session string, seq int64) *aep.Event {
-	return &aep.Event{
-		AEP:     aep.Version,
-		ID:      fmt.Sprintf("ev-%04d", seq),
-		Type:    "run.started",
-		Time:    "2026-07-12T08:15:00.301Z",
-		Source:  "aep://otelcol-test/agent/openhands/session/" + session,
-		Agent:   "openhands",
-		Session: session,
-		Run:     fmt.Sprintf("run-%d", seq),
-		Seq:     aep.Int64(seq),
-		Epoch:   aep.Int64(0),
-		Capture: aep.CaptureMetadata,
-		Data:    map[string]any{"trigger": "user"},
-	}
+	return aeptest.RunStarted(session, seq, fmt.Sprintf("ev-%04d", seq), fmt.Sprintf("run-%d", seq))
 }
 
 // sessionEvents is events seq from..to-1 of one session.

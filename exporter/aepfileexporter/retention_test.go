@@ -1,8 +1,6 @@
 package aepfileexporter
 
 import (
-	"compress/gzip"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,7 +20,7 @@ func segments(t *testing.T, dir, session string) (names, lines []string) {
 		path := filepath.Join(dir, "openhands", segmentName(stem, n))
 		raw, err := os.ReadFile(path)
 		if os.IsNotExist(err) {
-			raw, err = gunzip(path + ".gz")
+			raw, err = readGzip(path + ".gz")
 			path += ".gz"
 		}
 		if os.IsNotExist(err) {
@@ -33,19 +31,6 @@ func segments(t *testing.T, dir, session string) (names, lines []string) {
 		require.True(t, strings.HasSuffix(string(raw), "\n"), path)
 		lines = append(lines, strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")...)
 	}
-}
-
-func gunzip(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return nil, err
-	}
-	return io.ReadAll(zr)
 }
 
 // TestRotationKeepsOrder: a log past rotate_bytes continues in

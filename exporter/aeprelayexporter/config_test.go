@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
@@ -21,22 +20,16 @@ import (
 )
 
 func TestLoadConfig(t *testing.T) {
-	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
-	require.NoError(t, err)
-
-	tests := []struct {
-		id       component.ID
-		expected func(*Config)
-	}{
+	configchecktest.LoadsAsExpected(t, filepath.Join("testdata", "config.yaml"), createDefaultConfig, []configchecktest.Expected[Config]{
 		{
-			id: component.NewID(componentType),
-			expected: func(cfg *Config) {
+			ID: component.NewID(componentType),
+			Want: func(cfg *Config) {
 				cfg.Endpoint = "http://127.0.0.1:8787"
 			},
 		},
 		{
-			id: component.NewIDWithName(componentType, "full"),
-			expected: func(cfg *Config) {
+			ID: component.NewIDWithName(componentType, "full"),
+			Want: func(cfg *Config) {
 				cfg.Endpoint = "https://relay.example.com:8787"
 				cfg.Token = "s3cr3t"
 				cfg.Instance = "otelcol-a/1"
@@ -61,27 +54,14 @@ func TestLoadConfig(t *testing.T) {
 			},
 		},
 		{
-			id: component.NewIDWithName(componentType, "http"),
-			expected: func(cfg *Config) {
+			ID: component.NewIDWithName(componentType, "http"),
+			Want: func(cfg *Config) {
 				cfg.Endpoint = "http://127.0.0.1:8787/aep"
 				cfg.Transport = TransportHTTP
 				cfg.Auth = configoptional.Some(configauth.Config{AuthenticatorID: component.MustNewID("bearertokenauth")})
 			},
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.id.String(), func(t *testing.T) {
-			cfg := NewFactory().CreateDefaultConfig()
-			sub, err := cm.Sub(tt.id.String())
-			require.NoError(t, err)
-			require.NoError(t, sub.Unmarshal(cfg))
-			require.NoError(t, confmap.Validate(cfg))
-
-			want := createDefaultConfig().(*Config)
-			tt.expected(want)
-			assert.Equal(t, want, cfg)
-		})
-	}
+	})
 }
 
 func TestDefaultConfigNeedsEndpoint(t *testing.T) {

@@ -50,6 +50,17 @@ func TestConvertKeepsRecordOrder(t *testing.T) {
 	}
 }
 
+// projected writes event 1 of session s1, with id and changed by mutate,
+// onto the record.
+func projected(id string, mutate func(*aep.Event)) func(*testing.T, plog.LogRecord) {
+	return func(t *testing.T, lr plog.LogRecord) {
+		ev := newEvent("s1", 1)
+		ev.ID = id
+		mutate(ev)
+		require.NoError(t, projection.ToLogRecord(ev, lr, projection.Options{}))
+	}
+}
+
 func TestConvertSortsOutWhatCannotBeSent(t *testing.T) {
 	tests := []struct {
 		name string
@@ -81,36 +92,27 @@ func TestConvertSortsOutWhatCannotBeSent(t *testing.T) {
 		},
 		{
 			name: "invalid_envelope",
-			record: func(t *testing.T, lr plog.LogRecord) {
-				ev := newEvent("s1", 1)
-				ev.ID = "no-seq"
+			record: projected("no-seq", func(ev *aep.Event) {
 				ev.Seq = nil // session-scoped events need a seq
-				require.NoError(t, projection.ToLogRecord(ev, lr, projection.Options{}))
-			},
+			}),
 			wantReason: reasonInvalid,
 			wantID:     "no-seq",
 			wantErr:    "scope rule",
 		},
 		{
 			name: "invalid_payload",
-			record: func(t *testing.T, lr plog.LogRecord) {
-				ev := newEvent("s1", 1)
-				ev.ID = "bad-trigger"
+			record: projected("bad-trigger", func(ev *aep.Event) {
 				ev.Data = map[string]any{"trigger": json.Number("7")}
-				require.NoError(t, projection.ToLogRecord(ev, lr, projection.Options{}))
-			},
+			}),
 			wantReason: reasonInvalid,
 			wantID:     "bad-trigger",
 			wantErr:    "payload rule",
 		},
 		{
 			name: "agent_mismatch",
-			record: func(t *testing.T, lr plog.LogRecord) {
-				ev := newEvent("s1", 1)
-				ev.ID = "foreign-agent"
+			record: projected("foreign-agent", func(ev *aep.Event) {
 				ev.Agent = "claude-code"
-				require.NoError(t, projection.ToLogRecord(ev, lr, projection.Options{}))
-			},
+			}),
 			wantReason: reasonAgentMismatch,
 			wantID:     "foreign-agent",
 			wantErr:    `event agent "claude-code" is not the connection identity "openhands"`,

@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/telemetrytest"
 )
@@ -32,35 +33,13 @@ const testTimeout = 10 * time.Second
 
 // newEvent is a valid session-scoped event of the openhands agent.
 func newEvent(session string, seq int64) *aep.Event {
-	return &aep.Event{
-		AEP:     aep.Version,
-		ID:      fmt.Sprintf("ev-%s-%04d", session, seq),
-		Type:    "run.started",
-		Time:    "2026-07-12T08:15:00.301Z",
-		Source:  "aep://otelcol-test/agent/openhands/session/" + session,
-		Agent:   "openhands",
-		Session: session,
-		Run:     fmt.Sprintf("run:%s:%d", session, seq),
-		Seq:     aep.Int64(seq),
-		Epoch:   aep.Int64(0),
-		Capture: aep.CaptureMetadata,
-		Data:    map[string]any{"trigger": "user"},
-	}
+	return aeptest.RunStarted(session, seq, fmt.Sprintf("ev-%s-%04d", session, seq), fmt.Sprintf("run:%s:%d", session, seq))
 }
 
 // attentionRequest is an attention.requested at capture full: its prompt
 // and option labels are free text.
 func attentionRequest(session string, seq int64) *aep.Event {
-	ev := newEvent(session, seq)
-	ev.Type, ev.Subject, ev.Run = "attention.requested", "Bash", ""
-	ev.Severity, ev.Capture = aep.SeverityNotice, aep.CaptureFull
-	ev.Data = map[string]any{
-		"kind":        "permission",
-		"prompt":      "Permission requested: Bash — rm -rf build/",
-		"options":     []any{map[string]any{"id": "allow", "label": "Allow"}, map[string]any{"id": "deny", "label": "Deny"}},
-		"respond_via": []any{"control"},
-	}
-	return ev
+	return aeptest.MakeAttentionRequest(newEvent(session, seq))
 }
 
 // sessionEvents is n events of one session, seq 0..n-1.

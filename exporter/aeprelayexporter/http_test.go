@@ -31,11 +31,17 @@ func httpConfig(endpoint string) *Config {
 	return cfg
 }
 
-func TestHTTPDelivers(t *testing.T) {
-	relay := startRelay(t, aeprelaytest.Config{})
+// startHTTPExporter starts an exporter posting to relay with its token.
+func startHTTPExporter(t *testing.T, relay *aeprelaytest.Relay) *harness {
+	t.Helper()
 	cfg := httpConfig(relay.URL())
 	cfg.Token = relayToken
-	h := startExporter(t, cfg, nil)
+	return startExporter(t, cfg, nil)
+}
+
+func TestHTTPDelivers(t *testing.T) {
+	relay := startRelay(t, aeprelaytest.Config{})
+	h := startHTTPExporter(t, relay)
 	events := append(sessionEvents("s1", 3), sessionEvents("s2", 3)...)
 
 	require.NoError(t, h.consume(t, aeptest.LogsOf(t, events...)))
@@ -53,9 +59,7 @@ func TestHTTPDelivers(t *testing.T) {
 
 func TestHTTPSplitsOn413(t *testing.T) {
 	relay := startRelay(t, aeprelaytest.Config{MaxBatch: 3})
-	cfg := httpConfig(relay.URL())
-	cfg.Token = relayToken
-	h := startExporter(t, cfg, nil)
+	h := startHTTPExporter(t, relay)
 	events := sessionEvents("s1", 10)
 
 	require.NoError(t, h.consume(t, aeptest.LogsOf(t, events...)))
@@ -67,9 +71,7 @@ func TestHTTPSplitsOn413(t *testing.T) {
 
 func TestHTTPDropsAnEventTooLargeAlone(t *testing.T) {
 	relay := startRelay(t, aeprelaytest.Config{MaxBody: 1024})
-	cfg := httpConfig(relay.URL())
-	cfg.Token = relayToken
-	h := startExporter(t, cfg, nil)
+	h := startHTTPExporter(t, relay)
 	events := sessionEvents("s1", 3)
 	require.NoError(t, events[1].SetExtension("acmenote", strings.Repeat("x", 2048)))
 
@@ -193,9 +195,7 @@ func TestHTTPDropsTheEventTheRelayRefuses(t *testing.T) {
 func TestHTTPRelayRefusalIsACountedRejection(t *testing.T) {
 	var refusals atomic.Int64
 	relay := startRelay(t, aeprelaytest.Config{Refuse: refuseSeq(4, &refusals)})
-	cfg := httpConfig(relay.URL())
-	cfg.Token = relayToken
-	h := startExporter(t, cfg, nil)
+	h := startHTTPExporter(t, relay)
 	events := sessionEvents("s1", 10)
 
 	require.NoError(t, h.consume(t, aeptest.LogsOf(t, events...)))
@@ -366,9 +366,7 @@ func TestHTTPSendsTheBindingHeaders(t *testing.T) {
 
 func TestHTTPSkipsAndDropsWithoutFailingThePush(t *testing.T) {
 	relay := startRelay(t, aeprelaytest.Config{})
-	cfg := httpConfig(relay.URL())
-	cfg.Token = relayToken
-	h := startExporter(t, cfg, nil)
+	h := startHTTPExporter(t, relay)
 	invalid := newEvent("s1", 1)
 	invalid.Seq = nil
 	ld := aeptest.LogsOf(t, newEvent("s1", 0), invalid, newEvent("s1", 2))

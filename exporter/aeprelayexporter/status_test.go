@@ -7,18 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/consumer/consumererror"
-	"go.opentelemetry.io/collector/extension"
-	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/aeprelaytest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/hosttest"
 )
 
 // TestRefusedCredentialsAreRetried: a relay that refuses the exporter's
@@ -112,7 +110,7 @@ func TestPersistentQueueKeepsRefusedEventsAcrossARestart(t *testing.T) {
 	ctx := context.Background()
 	before := newHarness(t, cfg)
 	before.host = newTestHost()
-	storage := startFileStorage(t, dir)
+	storage := hosttest.FileStorage(t, dir)
 	before.host.extensions[storageID] = storage
 	require.NoError(t, before.exp.Start(ctx, before.host))
 	require.NoError(t, before.consume(t, aeptest.LogsOf(t, events...)))
@@ -123,22 +121,8 @@ func TestPersistentQueueKeepsRefusedEventsAcrossARestart(t *testing.T) {
 
 	relay.SetToken(relayToken)
 	host := newTestHost()
-	host.extensions[storageID] = startFileStorage(t, dir)
+	host.extensions[storageID] = hosttest.FileStorage(t, dir)
 	startExporter(t, cfg, host)
 	relay.Await(t, "every event", func(r *aeprelaytest.Relay) bool { return len(r.Events()) == len(events) })
 	assert.Equal(t, ids(events), relayIDs(relay))
-}
-
-// startFileStorage starts a file_storage extension on dir; cleanup stops
-// it unless the test did.
-func startFileStorage(t *testing.T, dir string) extension.Extension {
-	t.Helper()
-	factory := filestorage.NewFactory()
-	cfg := factory.CreateDefaultConfig().(*filestorage.Config)
-	cfg.Directory = dir
-	ext, err := factory.Create(context.Background(), extensiontest.NewNopSettings(factory.Type()), cfg)
-	require.NoError(t, err)
-	require.NoError(t, ext.Start(context.Background(), newTestHost()))
-	t.Cleanup(func() { _ = ext.Shutdown(context.Background()) })
-	return ext
 }

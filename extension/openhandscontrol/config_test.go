@@ -11,14 +11,11 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/configcheck/configchecktest"
 )
 
 func TestLoadConfig(t *testing.T) {
-	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
-	require.NoError(t, err)
 	for _, tc := range []struct {
 		name    string
 		want    func(*Config)
@@ -34,12 +31,9 @@ func TestLoadConfig(t *testing.T) {
 		{name: "no_rate", wantErr: "conversation_rate_limit.writes_per_second: must be a positive number"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			id := component.NewIDWithName(componentType, tc.name)
-			sub, err := cm.Sub(id.String())
-			require.NoError(t, err)
 			cfg := createDefaultConfig().(*Config)
-			require.NoError(t, sub.Unmarshal(cfg))
-			err = confmap.Validate(cfg)
+			configchecktest.Load(t, filepath.Join("testdata", "config.yaml"), component.NewIDWithName(componentType, tc.name), cfg)
+			err := confmap.Validate(cfg)
 			if tc.wantErr != "" {
 				assert.ErrorContains(t, err, tc.wantErr)
 				return

@@ -1,7 +1,6 @@
 package aepinboundprocessor
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,10 +13,7 @@ import (
 )
 
 func loadConfig(t *testing.T, name string) *Config {
-	t.Helper()
-	cfg := createDefaultConfig().(*Config)
-	configchecktest.Load(t, filepath.Join("testdata", "config.yaml"), component.MustNewIDWithName(componentType.String(), name), cfg)
-	return cfg
+	return configchecktest.LoadTestdata[Config](t, component.NewIDWithName(componentType, name), createDefaultConfig)
 }
 
 func TestLoadConfig(t *testing.T) {

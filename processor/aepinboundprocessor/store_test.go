@@ -5,41 +5,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
-	"go.opentelemetry.io/collector/extension/extensiontest"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/hosttest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/stream"
 )
 
 var fileStorageID = component.MustNewID("file_storage")
-
-// storageHost is a host with one file_storage extension in dir.
-type storageHost struct {
-	component.Host
-	ext component.Component
-}
-
-func (h storageHost) GetExtensions() map[component.ID]component.Component {
-	return map[component.ID]component.Component{fileStorageID: h.ext}
-}
-
-func startFileStorage(t *testing.T, dir string) storageHost {
-	t.Helper()
-	f := filestorage.NewFactory()
-	cfg := f.CreateDefaultConfig().(*filestorage.Config)
-	cfg.Directory = dir
-	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), cfg)
-	require.NoError(t, err)
-	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
-	t.Cleanup(func() { require.NoError(t, ext.Shutdown(context.Background())) })
-	return storageHost{Host: componenttest.NewNopHost(), ext: ext}
-}
 
 // TestStoredPositionsSurviveRestarts: with storage, a new processor (a
 // restarted collector, a later second) continues each session in the
@@ -54,7 +31,7 @@ func TestStoredPositionsSurviveRestarts(t *testing.T) {
 		{name: "no storage", storage: false, sameEpoch: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			host := startFileStorage(t, t.TempDir())
+			host := hosttest.Extensions{fileStorageID: hosttest.FileStorage(t, t.TempDir())}
 			clock := t0
 			var checker stream.Checker
 			var events []*aep.Event

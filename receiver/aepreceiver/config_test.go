@@ -1,8 +1,6 @@
 package aepreceiver
 
 import (
-	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/configcheck/configchecktest"
@@ -19,19 +16,7 @@ import (
 // loadConfig loads one instance of testdata/config.yaml the way the
 // collector does.
 func loadConfig(t *testing.T, name string) *Config {
-	t.Helper()
-	resolver, err := confmap.NewResolver(confmap.ResolverSettings{
-		URIs:              []string{"file:" + filepath.Join("testdata", "config.yaml")},
-		ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory()},
-	})
-	require.NoError(t, err)
-	cm, err := resolver.Resolve(context.Background())
-	require.NoError(t, err)
-	sub, err := cm.Sub(component.MustNewIDWithName(componentType.String(), name).String())
-	require.NoError(t, err)
-	cfg := createDefaultConfig().(*Config)
-	require.NoError(t, sub.Unmarshal(cfg))
-	return cfg
+	return configchecktest.LoadTestdata[Config](t, component.NewIDWithName(componentType, name), createDefaultConfig)
 }
 
 func TestLoadConfig(t *testing.T) {

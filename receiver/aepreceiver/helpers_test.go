@@ -28,6 +28,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/capture"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/hosttest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/telemetrytest"
 )
 
@@ -239,12 +240,8 @@ func bearerTokenHost(t *testing.T, id component.ID, token string) component.Host
 	require.NoError(t, err)
 	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
 	t.Cleanup(func() { require.NoError(t, ext.Shutdown(context.Background())) })
-	return extensionsHost{id: ext}
+	return hosttest.Extensions{id: ext}
 }
-
-type extensionsHost map[component.ID]component.Component
-
-func (h extensionsHost) GetExtensions() map[component.ID]component.Component { return h }
 
 func authConfig(id component.ID) configoptional.Optional[confighttp.AuthConfig] {
 	return configoptional.Some(confighttp.AuthConfig{Config: configauth.Config{AuthenticatorID: id}})

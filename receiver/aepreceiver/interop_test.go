@@ -17,6 +17,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/hosttest"
 )
 
 // Another collector's aeprelay exporter in HTTP mode delivers into this
@@ -49,7 +50,7 @@ func TestAeprelayExporterDeliversHere(t *testing.T) {
 	cfg.QueueConfig = configoptional.None[exporterhelper.QueueBatchConfig]()
 	exp, err := f.CreateLogs(context.Background(), exportertest.NewNopSettings(f.Type()), cfg)
 	require.NoError(t, err)
-	require.NoError(t, exp.Start(context.Background(), extensionsHost{}))
+	require.NoError(t, exp.Start(context.Background(), hosttest.Extensions{}))
 	defer func() { require.NoError(t, exp.Shutdown(context.Background())) }()
 
 	require.NoError(t, exp.ConsumeLogs(context.Background(), recordsOf(t, batch)))

@@ -9,20 +9,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
-	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/hosttest"
 )
 
 // waitFor bounds every wait for the tailer; generous, as the machine may
@@ -131,7 +130,7 @@ func TestJSONLResumesFromStorage(t *testing.T) {
 	dir := t.TempDir()
 	path := sessionLog(t, dir)
 	storageID := component.MustNewID("file_storage")
-	host := fileStorageHost(t, storageID, t.TempDir())
+	host := hosttest.Extensions{storageID: hosttest.FileStorage(t, t.TempDir())}
 
 	appendTo(t, path, ndjson(toolRequested, runStarted))
 	first := newHarness(t, nil, host, tailing(dir, &storageID))
@@ -186,17 +185,4 @@ func TestJSONLStorageMustExist(t *testing.T) {
 	require.NoError(t, err)
 	assert.ErrorContains(t, r.Start(context.Background(), componenttest.NewNopHost()), "jsonl.storage")
 	assert.NoError(t, r.Shutdown(context.Background()))
-}
-
-// fileStorageHost starts a file_storage extension on dir, offered as id.
-func fileStorageHost(t *testing.T, id component.ID, dir string) component.Host {
-	t.Helper()
-	f := filestorage.NewFactory()
-	cfg := f.CreateDefaultConfig().(*filestorage.Config)
-	cfg.Directory = dir
-	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), cfg)
-	require.NoError(t, err)
-	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
-	t.Cleanup(func() { require.NoError(t, ext.Shutdown(context.Background())) })
-	return extensionsHost{id: ext}
 }

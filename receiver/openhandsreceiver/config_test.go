@@ -1,10 +1,8 @@
 package openhandsreceiver
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +13,6 @@ import (
 	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/provider/envprovider"
-	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
@@ -26,19 +22,7 @@ import (
 // loadConfig loads one instance of testdata/config.yaml the way the
 // collector does, ${env:...} references resolved.
 func loadConfig(t *testing.T, name string) *Config {
-	t.Helper()
-	resolver, err := confmap.NewResolver(confmap.ResolverSettings{
-		URIs:              []string{"file:" + filepath.Join("testdata", "config.yaml")},
-		ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory(), envprovider.NewFactory()},
-	})
-	require.NoError(t, err)
-	cm, err := resolver.Resolve(context.Background())
-	require.NoError(t, err)
-	sub, err := cm.Sub(component.MustNewIDWithName(componentType.String(), name).String())
-	require.NoError(t, err)
-	cfg := createDefaultConfig().(*Config)
-	require.NoError(t, sub.Unmarshal(cfg))
-	return cfg
+	return configchecktest.LoadTestdata[Config](t, component.NewIDWithName(componentType, name), createDefaultConfig)
 }
 
 func TestLoadConfig(t *testing.T) {

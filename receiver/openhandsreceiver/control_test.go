@@ -18,22 +18,9 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/hosttest"
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/testing/openhandstest"
 )
-
-// extensionsHost offers a fixed set of extensions.
-type extensionsHost struct {
-	component.Host
-	extensions map[component.ID]component.Component
-}
-
-func (h extensionsHost) GetExtensions() map[component.ID]component.Component { return h.extensions }
-
-// otherExtension is an extension that is not the control gate.
-type otherExtension struct {
-	component.StartFunc
-	component.ShutdownFunc
-}
 
 func TestStartNeedsTheNamedControlExtension(t *testing.T) {
 	id := component.MustNewID("openhandscontrol")
@@ -43,7 +30,7 @@ func TestStartNeedsTheNamedControlExtension(t *testing.T) {
 		want       string
 	}{
 		{"not configured", nil, `control: extension "openhandscontrol" is not configured in service::extensions`},
-		{"not a control extension", map[component.ID]component.Component{id: otherExtension{}}, "is not an openhandscontrol extension"},
+		{"not a control extension", map[component.ID]component.Component{id: hosttest.Inert{}}, "is not an openhandscontrol extension"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := createDefaultConfig().(*Config)
@@ -52,7 +39,7 @@ func TestStartNeedsTheNamedControlExtension(t *testing.T) {
 			cfg.Control = &id
 			r, err := newReceiver(cfg, receivertest.NewNopSettings(componentType), consumertest.NewNop())
 			require.NoError(t, err)
-			err = r.Start(context.Background(), extensionsHost{Host: componenttest.NewNopHost(), extensions: tc.extensions})
+			err = r.Start(context.Background(), hosttest.Extensions(tc.extensions))
 			assert.ErrorContains(t, err, tc.want)
 			require.NoError(t, r.Shutdown(context.Background()))
 		})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/testing/openhandstest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/stream"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
@@ -295,7 +296,7 @@ func TestCrashResendsPendingBatchByteForByte(t *testing.T) {
 			// to that batch, then everything the second one sent.
 			var world []*aep.Event
 			for _, logs := range append(slices.Clone(sent[:k+1]), resent...) {
-				world = append(world, logEvents(t, logs)...)
+				world = append(world, aeptest.EventsOf(t, logs)...)
 			}
 			checkStream(t, world)
 			vendorEventsOnce(t, world, conv)

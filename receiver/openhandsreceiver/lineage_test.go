@@ -16,9 +16,7 @@ import (
 func TestParentIDBecomesCause(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		stub := startStub(t)
-		conv := createConversation(t, stub)
-		h := startHarness(t, fastConfig(socket, stub))
-		h.waitLive(conv, 1)
+		conv, h := watchNew(t, stub, socket)
 		msg := mustAppend(t, conv, oh.MessageEvent("user", "list the files"))
 		action := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
 		obs := mustAppend(t, conv, oh.ObservationEvent(action, "total 0", false))

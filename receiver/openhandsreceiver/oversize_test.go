@@ -97,10 +97,7 @@ func TestPoisonEventOnSessionSocket(t *testing.T) {
 // reconnects once past it and keeps the conversation flowing.
 func TestPoisonEventLive(t *testing.T) {
 	stub := oh.Start(t, oh.Config{SessionAPIKeys: []string{testKey}, MaxFrameBytes: smallFrameCap})
-	conv := createConversation(t, stub)
-	h := startHarness(t, fastConfig(socketSession, stub))
-	h.waitLive(conv, 1)
-	mustStatus(t, conv, oh.StatusRunning)
+	conv, h := watchRunning(t, stub, socketSession)
 	mustAppend(t, conv, oh.MessageEvent("agent", poisonText))
 	h.waitLive(conv, 2)
 	mustStatus(t, conv, oh.StatusFinished)
@@ -153,10 +150,7 @@ func TestServerClosingAfterSyncBacksOff(t *testing.T) {
 // overlap window must: it is emitted once.
 func TestStoredEventFirstSentAsTransient(t *testing.T) {
 	stub := startStub(t)
-	conv := createConversation(t, stub)
-	h := startHarness(t, fastConfig(socketSession, stub))
-	h.waitLive(conv, 1)
-	mustStatus(t, conv, oh.StatusRunning)
+	conv, h := watchRunning(t, stub, socketSession)
 
 	early := oh.MessageEvent("agent", "published before persisted")
 	early["id"] = oh.NewUUID()

@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/consumer/consumertest"
-	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -24,7 +23,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/schema"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/backoff"
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/testing/openhandstest"
@@ -173,27 +172,7 @@ func startHarnessSockets(t *testing.T, cfg *Config, extensions map[component.ID]
 // events decodes every emitted log record back into its AEP event, in
 // emission order.
 func (h *harness) events() []*aep.Event {
-	var out []*aep.Event
-	for _, logs := range h.sink.AllLogs() {
-		out = append(out, logEvents(h.t, logs)...)
-	}
-	return out
-}
-
-// logEvents decodes the AEP events of one batch of log records.
-func logEvents(t *testing.T, logs plog.Logs) []*aep.Event {
-	t.Helper()
-	var out []*aep.Event
-	for _, rl := range logs.ResourceLogs().All() {
-		for _, sl := range rl.ScopeLogs().All() {
-			for _, lr := range sl.LogRecords().All() {
-				ev, err := projection.FromLogRecord(lr, rl.Resource())
-				require.NoError(t, err)
-				out = append(out, ev)
-			}
-		}
-	}
-	return out
+	return aeptest.EventsOf(h.t, h.sink.AllLogs()...)
 }
 
 func (h *harness) session(id string) []*aep.Event {
@@ -302,6 +281,37 @@ func mustStatus(t *testing.T, c *oh.Conversation, status string) {
 	require.NoError(t, err)
 }
 
+// watchNew starts a receiver on socket watching a new conversation of
+// stub, and returns once the conversation is attached.
+func watchNew(t *testing.T, stub *oh.Server, socket string) (*oh.Conversation, *harness) {
+	t.Helper()
+	conv := createConversation(t, stub)
+	h := startHarness(t, fastConfig(socket, stub))
+	h.waitLive(conv, 1)
+	return conv, h
+}
+
+// watchRunning is watchNew, the conversation then set running.
+func watchRunning(t *testing.T, stub *oh.Server, socket string) (*oh.Conversation, *harness) {
+	t.Helper()
+	conv, h := watchNew(t, stub, socket)
+	mustStatus(t, conv, oh.StatusRunning)
+	return conv, h
+}
+
+// steppingClock is a server clock that reads start plus step more at each
+// reading.
+func steppingClock(start time.Time, step time.Duration) func() time.Time {
+	var mu sync.Mutex
+	n := 0
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return start.Add(time.Duration(n) * step)
+	}
+}
+
 func createConversation(t *testing.T, s *oh.Server) *oh.Conversation {
 	t.Helper()
 	c, err := s.CreateConversation(oh.ConversationOptions{})
@@ -394,10 +404,7 @@ func TestTerminalStatuses(t *testing.T) {
 		} {
 			t.Run(tc.status, func(t *testing.T) {
 				stub := startStub(t)
-				conv := createConversation(t, stub)
-				h := startHarness(t, fastConfig(socket, stub))
-				h.waitLive(conv, 1)
-				mustStatus(t, conv, oh.StatusRunning)
+				conv, h := watchRunning(t, stub, socket)
 				mustStatus(t, conv, tc.status)
 				got := h.waitTypes(conv.ID(), tc.want...)
 				terminal := last(got, tc.want[1])
@@ -414,10 +421,7 @@ func TestTerminalStatuses(t *testing.T) {
 
 		t.Run("deleted with pending attention", func(t *testing.T) {
 			stub := startStub(t)
-			conv := createConversation(t, stub)
-			h := startHarness(t, fastConfig(socket, stub))
-			h.waitLive(conv, 1)
-			mustStatus(t, conv, oh.StatusRunning)
+			conv, h := watchRunning(t, stub, socket)
 			mustStatus(t, conv, oh.StatusWaitingForConfirmation)
 			h.waitTypes(conv.ID(), "state.delta", "attention.requested")
 			require.NoError(t, conv.Delete())
@@ -467,10 +471,7 @@ func TestDeltasOffThenOn(t *testing.T) {
 func TestReconnectMidRunWithOverlap(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		stub := startStub(t)
-		conv := createConversation(t, stub)
-		h := startHarness(t, fastConfig(socket, stub))
-		h.waitLive(conv, 1)
-		mustStatus(t, conv, oh.StatusRunning)
+		conv, h := watchRunning(t, stub, socket)
 		act := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
 		h.waitTypes(conv.ID(), "tool.requested")
 
@@ -503,17 +504,7 @@ func TestReconnectMidRunWithOverlap(t *testing.T) {
 // (session), and the bounded overlap window still drops every repeat.
 func TestReconnectAfterLongHistory(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
-		var ticks sync.Mutex
-		n := 0
-		stub := oh.Start(t, oh.Config{
-			SessionAPIKeys: []string{testKey},
-			Clock: func() time.Time {
-				ticks.Lock()
-				defer ticks.Unlock()
-				n++
-				return historyStart.Add(time.Duration(n) * 100 * time.Millisecond)
-			},
-		})
+		stub := oh.Start(t, oh.Config{SessionAPIKeys: []string{testKey}, Clock: steppingClock(historyStart, 100*time.Millisecond)})
 		conv := createConversation(t, stub)
 		mustStatus(t, conv, oh.StatusRunning)
 		for range 500 {
@@ -626,9 +617,7 @@ func TestTwoServers(t *testing.T) {
 func TestSessionEndsWhenConversationDisappears(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		stub := startStub(t)
-		conv := createConversation(t, stub)
-		h := startHarness(t, fastConfig(socket, stub))
-		h.waitLive(conv, 1)
+		conv, h := watchNew(t, stub, socket)
 		require.NoError(t, conv.Delete())
 		got := h.waitTypes(conv.ID(), "session.ended")
 		assert.Equal(t, "killed", last(got, "session.ended").Data["reason"])
@@ -735,10 +724,7 @@ func TestWrongKeyIsPermanent(t *testing.T) {
 func TestAgentServerRestartMidRun(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		stub := startStub(t)
-		conv := createConversation(t, stub)
-		h := startHarness(t, fastConfig(socket, stub))
-		h.waitLive(conv, 1)
-		mustStatus(t, conv, oh.StatusRunning)
+		conv, h := watchRunning(t, stub, socket)
 		mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
 		h.waitTypes(conv.ID(), "tool.requested")
 
@@ -755,9 +741,7 @@ func TestAgentServerRestartMidRun(t *testing.T) {
 func TestUnknownConversationCloseRetriesAtDiscovery(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		stub := startStub(t)
-		conv := createConversation(t, stub)
-		h := startHarness(t, fastConfig(socket, stub))
-		h.waitLive(conv, 1)
+		conv, h := watchNew(t, stub, socket)
 		conv.CloseSockets(4004, "Conversation not found")
 		// 4004 stops the socket's own retries; discovery still lists the
 		// conversation, so its next round attaches again.
@@ -774,23 +758,12 @@ func TestUnknownConversationCloseRetriesAtDiscovery(t *testing.T) {
 // whole seconds, so vendor timestamps carry no fraction.
 func TestTransportShapesAndTimestampForms(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
-		base := time.Date(2026, 8, 22, 14, 3, 11, 0, time.UTC)
-		var ticks sync.Mutex
-		n := 0
 		stub := oh.Start(t, oh.Config{
 			SessionAPIKeys:      []string{testKey},
 			LegacyTransportDump: true,
-			Clock: func() time.Time {
-				ticks.Lock()
-				defer ticks.Unlock()
-				n++
-				return base.Add(time.Duration(n) * time.Second)
-			},
+			Clock:               steppingClock(time.Date(2026, 8, 22, 14, 3, 11, 0, time.UTC), time.Second),
 		})
-		conv := createConversation(t, stub)
-		h := startHarness(t, fastConfig(socket, stub))
-		h.waitLive(conv, 1)
-		mustStatus(t, conv, oh.StatusRunning)
+		conv, h := watchRunning(t, stub, socket)
 		act := mustAppend(t, conv, oh.ActionEvent(oh.ActionSpec{}))
 		h.waitTypes(conv.ID(), "tool.requested")
 		conv.DropSockets()
@@ -914,10 +887,7 @@ func TestRefusedSocketsBackOff(t *testing.T) {
 // the status back: no premature terminal, no extra run.
 func TestSnapshotBufferedDuringHistoryIsStale(t *testing.T) {
 	stub := startStub(t)
-	conv := createConversation(t, stub)
-	h := startHarness(t, fastConfig(socketEvents, stub))
-	h.waitLive(conv, 1)
-	mustStatus(t, conv, oh.StatusRunning)
+	conv, h := watchRunning(t, stub, socketEvents)
 	h.waitTypes(conv.ID(), "run.started", "state.delta")
 
 	var once sync.Once

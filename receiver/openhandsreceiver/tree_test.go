@@ -40,10 +40,7 @@ func (h *harness) waitFirst(session, typ string) *aep.Event {
 func TestConversationTree(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
 		stub := startStub(t)
-		parent := createConversation(t, stub)
-		h := startHarness(t, fastConfig(socket, stub))
-		h.waitLive(parent, 1)
-		mustStatus(t, parent, oh.StatusRunning)
+		parent, h := watchRunning(t, stub, socket)
 		h.waitTypes(parent.ID(), "run.started", "state.delta")
 		run := "run:" + parent.ID() + ":1"
 

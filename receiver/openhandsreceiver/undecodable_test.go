@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/testing/openhandstest"
 )
@@ -131,7 +132,7 @@ func TestRefusedEventTakesNoSeq(t *testing.T) {
 		event("01J0000000000000000000000C", map[string]any{"n": json.Number("2")}),
 	})
 	var seqs []int64
-	for _, ev := range logEvents(t, logs) {
+	for _, ev := range aeptest.EventsOf(t, logs) {
 		seqs = append(seqs, *ev.Seq)
 	}
 	assert.Equal(t, []int64{0, 1}, seqs)

@@ -68,6 +68,20 @@ func startWebhookHarness(t *testing.T, cfg *Config, front *hookFront) *harness {
 	return h
 }
 
+// startPushOnly starts a webhook harness on socket, with a server of its
+// own, that polls only at start, and returns once that poll (which finds
+// nothing) is done: what attaches afterwards came by push.
+func startPushOnly(t *testing.T, socket string) (*oh.Server, *harness) {
+	t.Helper()
+	front := startHookFront(t)
+	stub := hookStub(t, testKey, front)
+	cfg := webhookConfig(socket, []string{testKey}, stub)
+	cfg.PollInterval = time.Hour
+	h := startWebhookHarness(t, cfg, front)
+	require.Eventually(t, func() bool { return h.host.last() == componentstatus.StatusOK }, waitFor, tick, "the first poll is done")
+	return stub, h
+}
+
 func sinkURL(sink *webhookSink) *url.URL {
 	return &url.URL{Scheme: "http", Host: sink.addr.String()}
 }
@@ -144,12 +158,7 @@ func TestWebhookRefusesWhatIsNotAServersPush(t *testing.T) {
 // poll is an hour away.
 func TestWebhookAttachesWithoutPolling(t *testing.T) {
 	bothSockets(t, func(t *testing.T, socket string) {
-		front := startHookFront(t)
-		stub := hookStub(t, testKey, front)
-		cfg := webhookConfig(socket, []string{testKey}, stub)
-		cfg.PollInterval = time.Hour // only the first poll, at start, which finds nothing
-		h := startWebhookHarness(t, cfg, front)
-		require.Eventually(t, func() bool { return h.host.last() == componentstatus.StatusOK }, waitFor, tick, "the first poll is done")
+		stub, h := startPushOnly(t, socket)
 		conv := createConversation(t, stub)
 		waitSockets(t, conv, 1)
 		mustAppend(t, conv, oh.MessageEvent("user", "hello"))
@@ -281,12 +290,7 @@ func TestSocketCopyOfAPushedEventIsProgress(t *testing.T) {
 // A child's deletion pushed by the webhook stops it in its parent's
 // session at once, without waiting for a poll.
 func TestWebhookPushedChildDeletionStopsItInItsParent(t *testing.T) {
-	front := startHookFront(t)
-	stub := hookStub(t, testKey, front)
-	cfg := webhookConfig(socketSession, []string{testKey}, stub)
-	cfg.PollInterval = time.Hour // only the first poll, at start, which finds nothing
-	h := startWebhookHarness(t, cfg, front)
-	require.Eventually(t, func() bool { return h.host.last() == componentstatus.StatusOK }, waitFor, tick, "the first poll is done")
+	stub, h := startPushOnly(t, socketSession)
 
 	parent := createConversation(t, stub)
 	action := mustAppend(t, parent, oh.StartChildAction("write the tests", "tests"))

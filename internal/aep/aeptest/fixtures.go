@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
@@ -69,6 +70,27 @@ type InvalidCase struct {
 	Rule   string            `json:"rule"`
 	Event  json.RawMessage   `json:"event"`
 	Events []json.RawMessage `json:"events"`
+}
+
+// Citation pairs a spec citation with the rule a case citing it must
+// fail.
+type Citation[R any] struct {
+	Cites string
+	Rule  R
+}
+
+// RuleCited is the rule of the first citation (most specific first) that
+// an invalid case's cited rule contains; a citation none matches fails tb.
+func RuleCited[R any](tb testing.TB, cited string, citations []Citation[R]) R {
+	tb.Helper()
+	for _, c := range citations {
+		if strings.Contains(cited, c.Cites) {
+			return c.Rule
+		}
+	}
+	tb.Fatalf("no rule maps the cited rule %q; extend the citations", cited)
+	var none R
+	return none
 }
 
 // Invalid returns the cases of invalid/cases.json in file order.

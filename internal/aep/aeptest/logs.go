@@ -23,3 +23,22 @@ func LogsOf(tb testing.TB, events ...*aep.Event) plog.Logs {
 	}
 	return ld
 }
+
+// EventsOf decodes every log record of logs back to its AEP event, in
+// order, requiring each to be one: the inverse of LogsOf.
+func EventsOf(tb testing.TB, logs ...plog.Logs) []*aep.Event {
+	tb.Helper()
+	var events []*aep.Event
+	for _, ld := range logs {
+		for _, rl := range ld.ResourceLogs().All() {
+			for _, sl := range rl.ScopeLogs().All() {
+				for _, lr := range sl.LogRecords().All() {
+					ev, err := projection.FromLogRecord(lr, rl.Resource())
+					require.NoError(tb, err)
+					events = append(events, ev)
+				}
+			}
+		}
+	}
+	return events
+}

@@ -33,26 +33,17 @@ func TestGoldenValidates(t *testing.T) {
 // most specific citation first.
 func ruleFor(t *testing.T, cited string) Rule {
 	t.Helper()
-	for _, m := range []struct {
-		cites string
-		rule  Rule
-	}{
-		{"payload schema", RulePayload},
-		{"field_spec", RulePayload},
-		{"AEP-0001 §5.4", RuleExtension},
-		{"AEP-0001 §6", RuleType},
-		{"AEP-0002 §3", RuleType},
-		{"AEP-0001 §5.2", RuleScope},
-		{"AEP-0004 §2.2", RuleScope},
-		{"AEP-0001 §5.1", RuleAttribute},
-		{"AEP-0001 §8.1", RuleAttribute},
-	} {
-		if strings.Contains(cited, m.cites) {
-			return m.rule
-		}
-	}
-	t.Fatalf("no Rule maps the cited rule %q; extend ruleFor", cited)
-	return ""
+	return aeptest.RuleCited(t, cited, []aeptest.Citation[Rule]{
+		{Cites: "payload schema", Rule: RulePayload},
+		{Cites: "field_spec", Rule: RulePayload},
+		{Cites: "AEP-0001 §5.4", Rule: RuleExtension},
+		{Cites: "AEP-0001 §6", Rule: RuleType},
+		{Cites: "AEP-0002 §3", Rule: RuleType},
+		{Cites: "AEP-0001 §5.2", Rule: RuleScope},
+		{Cites: "AEP-0004 §2.2", Rule: RuleScope},
+		{Cites: "AEP-0001 §5.1", Rule: RuleAttribute},
+		{Cites: "AEP-0001 §8.1", Rule: RuleAttribute},
+	})
 }
 
 // TestInvalidSingleEventsFail pins every single-event case of

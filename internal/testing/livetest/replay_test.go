@@ -19,7 +19,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
 )
 
@@ -54,7 +54,7 @@ func replay(t *testing.T, dir, mode string, level aep.Capture) {
 		// A receiver change that adds to what events say (never one that
 		// adds or drops events) is recorded by replaying each transcript.
 		awaitReplayed(t, replayer, sink, wantBySession)
-		require.NoError(t, SaveStream(filepath.Join(dir, "aep.jsonl.gz"), emittedEvents(t, sink)))
+		require.NoError(t, SaveStream(filepath.Join(dir, "aep.jsonl.gz"), aeptest.EventsOf(t, sink.AllLogs()...)))
 		return
 	}
 	requireReplayed(t, replayer, sink, wantBySession)
@@ -123,26 +123,9 @@ func caughtUp(got, want map[string][]string) bool {
 
 // emitted is the receiver's output so far, normalized, by session.
 func emitted(t *testing.T, sink *consumertest.LogsSink) map[string][]string {
-	out, err := Normalize(emittedEvents(t, sink))
+	out, err := Normalize(aeptest.EventsOf(t, sink.AllLogs()...))
 	require.NoError(t, err)
 	return out
-}
-
-// emittedEvents is the receiver's output so far, in emission order.
-func emittedEvents(t *testing.T, sink *consumertest.LogsSink) []*aep.Event {
-	var events []*aep.Event
-	for _, logs := range sink.AllLogs() {
-		for _, rl := range logs.ResourceLogs().All() {
-			for _, sl := range rl.ScopeLogs().All() {
-				for _, lr := range sl.LogRecords().All() {
-					ev, err := projection.FromLogRecord(lr, rl.Resource())
-					require.NoError(t, err)
-					events = append(events, ev)
-				}
-			}
-		}
-	}
-	return events
 }
 
 // startReceiver runs the openhands receiver with the live test's YAML

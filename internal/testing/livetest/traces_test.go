@@ -22,6 +22,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/connector/aepconnector"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
 )
 
 var updateSpans = flag.Bool("update-spans", false, "rewrite testdata/recorded-spans.txt")
@@ -124,7 +125,7 @@ func TestRecordedRunsAsTraces(t *testing.T) {
 	}
 	pinSpans(t, spans, conversationNames(t))
 
-	events := emittedEvents(t, sink)
+	events := aeptest.EventsOf(t, sink.AllLogs()...)
 	checked := 0
 	for _, info := range tr.Conversations {
 		id, final := finalPromptTokens(t, info)

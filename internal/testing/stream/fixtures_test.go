@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -34,22 +33,13 @@ func TestGoldenStreamRedeliveredPasses(t *testing.T) {
 // produce, most specific citation first.
 func streamRuleFor(t *testing.T, cited string) error {
 	t.Helper()
-	for _, m := range []struct {
-		cites string
-		rule  error
-	}{
-		{"values rule", ErrFormValues},
-		{"terminal", ErrLifecycle},
-		{"§7.4", ErrIDCollision},
-		{"AEP-0001 §7.2", ErrOrdering},
-		{"AEP-0004 §3", ErrAckExclusivity},
-	} {
-		if strings.Contains(cited, m.cites) {
-			return m.rule
-		}
-	}
-	t.Fatalf("no stream rule maps the cited rule %q; extend streamRuleFor", cited)
-	return nil
+	return aeptest.RuleCited(t, cited, []aeptest.Citation[error]{
+		{Cites: "values rule", Rule: ErrFormValues},
+		{Cites: "terminal", Rule: ErrLifecycle},
+		{Cites: "§7.4", Rule: ErrIDCollision},
+		{Cites: "AEP-0001 §7.2", Rule: ErrOrdering},
+		{Cites: "AEP-0004 §3", Rule: ErrAckExclusivity},
+	})
 }
 
 // TestInvalidStreamsFail pins every stream case of invalid/cases.json: each
