@@ -146,12 +146,15 @@ func (s *Server) webhookKey() string {
 // postInfoLocked posts c's ConversationInfo to every webhook, in the
 // background and without batching, as _notify_conversation_webhooks does
 // on start, pause, interrupt, delete and update. status, when set,
-// overrides execution_status (delete posts "deleting").
+// overrides execution_status (delete posts "deleting"). Its
+// sub_conversation_ids are empty: the server derives them from its
+// catalog for REST only (brief §E.3).
 func (s *Server) postInfoLocked(c *conversation, status string) {
 	if len(s.cfg.Webhooks) == 0 {
 		return
 	}
 	info := s.conversationInfoLocked(c)
+	info["sub_conversation_ids"] = []any{}
 	if status != "" {
 		info["execution_status"] = status
 	}
