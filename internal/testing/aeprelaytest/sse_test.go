@@ -113,3 +113,24 @@ func TestStreamHeartbeat(t *testing.T) {
 	s := openStream(t, r, "", nil)
 	assert.Equal(t, "ping", s.next().comment)
 }
+
+// TestSubscribe: the consumer authenticates with the relay's token and
+// receives each matching message's data byte for byte, in order, from
+// what is admitted once Subscribe returns.
+func TestSubscribe(t *testing.T) {
+	r := Start(t, Config{Token: "tok"})
+	data := r.Subscribe(t, "session=s1")
+	postAll(t, r,
+		event("progress.status", "s2", 0, 0),
+		event("progress.status", "s1", 0, 0),
+		event("tool.requested", "s1", 0, 1),
+	)
+	for _, want := range []string{event("progress.status", "s1", 0, 0), event("tool.requested", "s1", 0, 1)} {
+		select {
+		case got := <-data:
+			assert.Equal(t, want, string(got))
+		case <-time.After(waitBound):
+			t.Fatalf("no message within %s, want %s", waitBound, want)
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/gorilla/websocket"
 
@@ -29,7 +28,7 @@ func runFloor(ctx context.Context, stubURL, key string, ids []string, in io.Read
 	rec := &recorder{}
 	errs := make(chan error, len(ids))
 	for _, id := range ids {
-		conn, err := dialFloor(ctx, base.Host, key, id)
+		conn, err := oh.DialSocket(ctx, base.Host, oh.EndpointSession, id, key)
 		if err != nil {
 			return err
 		}
@@ -58,26 +57,6 @@ func runFloor(ctx context.Context, stubURL, key string, ids []string, in io.Read
 		}
 	}
 	return nil
-}
-
-func dialFloor(ctx context.Context, host, key, id string) (*websocket.Conn, error) {
-	dialer := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
-	conn, resp, err := dialer.DialContext(ctx, "ws://"+host+string(oh.EndpointSession)+"/"+id, nil)
-	if resp != nil && resp.Body != nil {
-		resp.Body.Close()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("dial the socket of %s: %w", id, err)
-	}
-	auth, err := json.Marshal(map[string]string{"type": "auth", "session_api_key": key})
-	if err == nil {
-		err = conn.WriteMessage(websocket.TextMessage, auth)
-	}
-	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("authenticate on %s: %w", id, err)
-	}
-	return conn, nil
 }
 
 // readFloor reads and decodes every frame; an event with a timestamp is an

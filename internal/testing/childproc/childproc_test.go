@@ -2,7 +2,9 @@ package childproc
 
 import (
 	"bufio"
+	"io"
 	"net"
+	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -24,20 +26,29 @@ func TestStop(t *testing.T) {
 		{name: "exits on SIGTERM", script: "echo ready; exec sleep 60"},
 		{name: "ignores SIGTERM", script: `trap "" TERM; echo ready; while :; do sleep 0.1; done`, wantKilled: true},
 		{name: "group ignores SIGTERM", script: `trap "" TERM; echo ready; while :; do sleep 0.1; done`, opts: []Option{InGroup()}, wantKilled: true},
+		// The child exits on SIGTERM; the process it started ignores it
+		// and is killed as what is left of the group.
+		{name: "group outlives the child", script: `(trap "" TERM; echo ready; exec sleep 60) & exec sleep 60`, opts: []Option{InGroup()}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.Command("sh", "-c", tt.script)
-			stdout, err := cmd.StdoutPipe()
+			// Every process of the script holds stdout: it reads to EOF
+			// only once none of them is left.
+			stdout, w, err := os.Pipe()
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer stdout.Close()
+			cmd := exec.Command("sh", "-c", tt.script)
+			cmd.Stdout = w
 			p, err := Start(cmd, tt.opts...)
+			w.Close()
 			if err != nil {
 				t.Fatal(err)
 			}
 			// The shell has set its trap once it says so.
-			if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
+			out := bufio.NewReader(stdout)
+			if _, err := out.ReadString('\n'); err != nil {
 				t.Fatal(err)
 			}
 			if !p.Running() {
@@ -48,6 +59,12 @@ func TestStop(t *testing.T) {
 			}
 			if p.Running() {
 				t.Error("still running after Stop")
+			}
+			if err := stdout.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadAll(out); err != nil {
+				t.Errorf("a process the child started outlived Stop: %v", err)
 			}
 		})
 	}

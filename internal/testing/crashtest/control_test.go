@@ -1,12 +1,8 @@
 package crashtest
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
-	"net/http"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -167,45 +163,11 @@ func (r *rig) route(t *testing.T, raw []byte) {
 
 // ackFeed is a relay consumer of a session's acks, as delivered:
 // redeliveries included, each exactly as the collector sent it.
-type ackFeed chan []byte
+type ackFeed <-chan []byte
 
 func subscribeAcks(t *testing.T, relay *aeprelaytest.Relay, session string) ackFeed {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-		relay.URL()+"/stream?session="+session+"&type=control.accepted&type=control.rejected", http.NoBody)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+relayToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("subscribe to the relay's acks: %s", resp.Status)
-	}
-	feed := make(ackFeed, 16)
-	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); <-done })
-	go func() {
-		defer close(done)
-		defer resp.Body.Close()
-		lines := bufio.NewScanner(resp.Body)
-		for lines.Scan() {
-			data, ok := strings.CutPrefix(lines.Text(), "data: ")
-			if !ok {
-				continue
-			}
-			select {
-			case feed <- []byte(data):
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	relay.Await(t, "the ack subscription", func(r *aeprelaytest.Relay) bool { return r.Subscribers() > 0 })
-	return feed
+	return relay.Subscribe(t, "session="+session+"&type=control.accepted&type=control.rejected")
 }
 
 // next is the next ack delivered.

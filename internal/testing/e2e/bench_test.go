@@ -421,21 +421,9 @@ type floorClient struct {
 }
 
 func dialFloor(ctx context.Context, stub *oh.Server, conv *oh.Conversation) (*floorClient, error) {
-	conn, resp, err := websocket.DefaultDialer.DialContext(ctx, "ws://"+stub.Addr()+string(oh.EndpointSession)+"/"+conv.ID(), nil)
-	if resp != nil && resp.Body != nil {
-		resp.Body.Close()
-	}
+	conn, err := oh.DialSocket(ctx, stub.Addr(), oh.EndpointSession, conv.ID(), stubKey)
 	if err != nil {
-		return nil, fmt.Errorf("dial the socket of %s: %w", conv.ID(), err)
-	}
-	auth, err := json.Marshal(map[string]string{"type": "auth", "session_api_key": stubKey})
-	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("marshal the auth frame: %w", err)
-	}
-	if err := conn.WriteMessage(websocket.TextMessage, auth); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("authenticate on %s: %w", conv.ID(), err)
+		return nil, err
 	}
 	c := &floorClient{conn: conn, done: make(chan struct{}), arrivals: map[string]time.Time{}}
 	go c.read()

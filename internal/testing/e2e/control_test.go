@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -636,35 +634,12 @@ func TestControlDedupe(t *testing.T) {
 // ackStream is a relay consumer reading the session's acks as delivered,
 // redeliveries included.
 type ackStream struct {
-	lines chan []byte
+	lines <-chan []byte
 }
 
 func (e *env) subscribeAcks(session string) *ackStream {
 	e.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	e.t.Cleanup(cancel)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-		e.relay.URL()+"/stream?session="+session+"&type=control.accepted&type=control.rejected", http.NoBody)
-	require.NoError(e.t, err)
-	req.Header.Set("Authorization", "Bearer "+relayToken)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(e.t, err)
-	require.Equal(e.t, http.StatusOK, resp.StatusCode)
-	s := &ackStream{lines: make(chan []byte, 64)}
-	done := make(chan struct{})
-	e.t.Cleanup(func() { cancel(); <-done })
-	go func() {
-		defer close(done)
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				s.lines <- []byte(data)
-			}
-		}
-	}()
-	e.relay.Await(e.t, "the ack subscription", func(r *aeprelaytest.Relay) bool { return r.Subscribers() > 0 })
-	return s
+	return &ackStream{lines: e.relay.Subscribe(e.t, "session="+session+"&type=control.accepted&type=control.rejected")}
 }
 
 // next returns the next delivered ack, which must answer command.

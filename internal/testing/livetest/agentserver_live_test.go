@@ -123,10 +123,7 @@ func (s *agentServer) restart() error {
 
 func (s *agentServer) logTail() string {
 	raw, _ := os.ReadFile(filepath.Join(s.dir, "server.log"))
-	if len(raw) > 8000 {
-		raw = raw[len(raw)-8000:]
-	}
-	return string(raw)
+	return tail(string(raw), 8000)
 }
 
 // call makes one REST call with the session key and decodes a JSON answer

@@ -57,9 +57,7 @@ func (c *faultConn) Write(p []byte) (int, error) {
 func (c *faultConn) trickle(data []byte, interval time.Duration) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	header := []byte{0x81, 127, 0, 0, 0, 0, 0, 0, 0, 0} // FIN, text; a 64-bit length
-	binary.BigEndian.PutUint64(header[2:], uint64(len(data)))
-	if _, err := c.Conn.Write(header); err != nil {
+	if _, err := c.Conn.Write(textFrameHeader(len(data))); err != nil {
 		return err
 	}
 	tick := time.NewTicker(interval)
@@ -71,4 +69,18 @@ func (c *faultConn) trickle(data []byte, interval time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// textFrameHeader is the header of an unmasked, final text frame of n
+// payload bytes, its length in the fewest bytes, as RFC 6455 §5.2 requires
+// of a server.
+func textFrameHeader(n int) []byte {
+	switch {
+	case n < 126:
+		return []byte{0x81, byte(n)}
+	case n <= 0xffff:
+		return binary.BigEndian.AppendUint16([]byte{0x81, 126}, uint16(n))
+	default:
+		return binary.BigEndian.AppendUint64([]byte{0x81, 127}, uint64(n))
+	}
 }

@@ -69,3 +69,34 @@ func TestTrickleFrameAnnouncesItsLengthThenTrickles(t *testing.T) {
 	assert.Equal(t, payload, string(first)+string(rest))
 	assert.GreaterOrEqual(t, time.Since(started), 19*10*time.Millisecond, "a byte every interval")
 }
+
+// TestTrickleHeaderIsMinimal: the trickled frame's header encodes the
+// length in the fewest bytes, as a real server's does (RFC 6455 §5.2).
+func TestTrickleHeaderIsMinimal(t *testing.T) {
+	tests := []struct {
+		name   string
+		n      int
+		header []byte
+	}{
+		{name: "7-bit length", n: 125, header: []byte{0x81, 125}},
+		{name: "16-bit length", n: 126, header: []byte{0x81, 126, 0, 126}},
+		{name: "64-bit length", n: 1 << 16, header: []byte{0x81, 127, 0, 0, 0, 0, 0, 1, 0, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			server, client := net.Pipe()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				_ = (&faultConn{Conn: server}).trickle(make([]byte, tt.n), time.Millisecond)
+			}()
+			require.NoError(t, client.SetReadDeadline(time.Now().Add(waitTimeout)))
+			header := make([]byte, len(tt.header))
+			_, err := io.ReadFull(client, header)
+			require.NoError(t, err)
+			assert.Equal(t, tt.header, header)
+			client.Close() // the payload's next byte fails: trickle ends
+			<-done
+		})
+	}
+}

@@ -217,16 +217,6 @@ func (c *Conversation) Publish(ev Event) (Event, error) {
 	return out, nil
 }
 
-// PublishFullState publishes a fresh full_state snapshot.
-func (c *Conversation) PublishFullState() error {
-	c.s.mu.Lock()
-	defer c.s.mu.Unlock()
-	if c.c.deleted {
-		return ErrConversationDeleted
-	}
-	return c.s.publishFullStateLocked(c.c)
-}
-
 // SetState assigns one ConversationState field. Like the SDK it emits a
 // persisted ConversationStateUpdateEvent only when the value changes; it
 // returns that event, or nil when nothing changed.
@@ -273,14 +263,6 @@ func (c *Conversation) Events() []Event {
 		}
 	}
 	return out
-}
-
-// SeqOf returns the log index (the session socket's seq) of a persisted event.
-func (c *Conversation) SeqOf(eventID string) (int, bool) {
-	c.s.mu.Lock()
-	defer c.s.mu.Unlock()
-	seq, ok := c.c.index[eventID]
-	return seq, ok
 }
 
 // SendUserMessage does what POST .../events does: append a user

@@ -51,13 +51,12 @@ func (c *Conversation) StartChild(task, title string) (ChildLaunch, error) {
 		return ChildLaunch{}, ErrConversationDeleted
 	}
 	workingDir, _ := workspace["working_dir"].(string)
-	child, err := s.CreateConversation(ConversationOptions{Title: title, Agent: agent, WorkingDir: workingDir})
+	child, err := s.CreateConversation(ConversationOptions{Title: title, Agent: agent, WorkingDir: workingDir, Parent: c.c.id})
 	if err != nil {
 		return ChildLaunch{}, fmt.Errorf("start child conversation: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	child.c.parentID = c.c.id
 	status := child.c.status()
 	if _, err := s.sendMessageLocked(child.c, map[string]any{"role": "user", "content": []any{textContent(task)}}, true); err != nil {
 		return ChildLaunch{}, fmt.Errorf("start child conversation: %w", err)

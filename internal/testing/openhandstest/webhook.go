@@ -13,7 +13,7 @@ import (
 // WebhookSpec is the server's WebhookSpec (agent_server/config.py): where
 // and how it pushes. Zero EventBufferSize, FlushDelay and MaxQueueSize take
 // the server's defaults (5, 30 s, 1000); NumRetries and RetryDelay are
-// taken as given, 0 included (NewWebhookSpec has the server's 3 and 5 s).
+// taken as given, 0 included (the server's defaults are 3 and 5 s).
 type WebhookSpec struct {
 	// BaseURL: event batches go to {BaseURL}/events/{conversation hex id},
 	// ConversationInfo snapshots to {BaseURL}/conversations.
@@ -26,11 +26,6 @@ type WebhookSpec struct {
 	NumRetries      int
 	RetryDelay      time.Duration
 	MaxQueueSize    int
-}
-
-// NewWebhookSpec is a spec with every one of the server's defaults.
-func NewWebhookSpec(baseURL string) WebhookSpec {
-	return WebhookSpec{BaseURL: baseURL, NumRetries: 3, RetryDelay: 5 * time.Second}
 }
 
 func (w WebhookSpec) withDefaults() WebhookSpec {
@@ -151,12 +146,15 @@ func (s *Server) webhookKey() string {
 // postInfoLocked posts c's ConversationInfo to every webhook, in the
 // background and without batching, as _notify_conversation_webhooks does
 // on start, pause, interrupt, delete and update. status, when set,
-// overrides execution_status (delete posts "deleting").
+// overrides execution_status (delete posts "deleting"). Its
+// sub_conversation_ids are empty: the server derives them from its
+// catalog for REST only (brief §E.3).
 func (s *Server) postInfoLocked(c *conversation, status string) {
 	if len(s.cfg.Webhooks) == 0 {
 		return
 	}
 	info := s.conversationInfoLocked(c)
+	info["sub_conversation_ids"] = []any{}
 	if status != "" {
 		info["execution_status"] = status
 	}

@@ -76,6 +76,23 @@ func batchIDs(t *testing.T, body []byte) []string {
 	return ids
 }
 
+// infoPosted waits for a ConversationInfo of conversation id among the
+// posts from *next on, returns it and moves *next past it.
+func infoPosted(t *testing.T, k *hookSink, next *int, id string) map[string]any {
+	t.Helper()
+	for {
+		posts := k.waitPosts(t, 0)
+		for ; *next < len(posts); *next++ {
+			var info map[string]any
+			if p := posts[*next]; p.path == "/hook/conversations" && json.Unmarshal(p.body, &info) == nil && info["id"] == id {
+				*next++
+				return info
+			}
+		}
+		k.waitPosts(t, 1)
+	}
+}
+
 func TestWebhooks(t *testing.T) {
 	sink, base := startHookSink(t)
 	spec := WebhookSpec{BaseURL: base, Headers: map[string]string{"X-Custom": "c"}, EventBufferSize: 2, FlushDelay: time.Hour, MaxQueueSize: 3}
@@ -103,6 +120,21 @@ func TestWebhooks(t *testing.T) {
 	posts = sink.waitPosts(t, 1)
 	assert.Equal(t, "/hook/conversations", posts[2].path)
 	assert.Contains(t, string(posts[2].body), `"renamed"`)
+
+	t.Run("the tree on ConversationInfo", func(t *testing.T) {
+		sink, base := startHookSink(t) // the child's run posts more than this subtest waits for
+		s := Start(t, Config{Webhooks: []WebhookSpec{{BaseURL: base, FlushDelay: time.Hour}}})
+		parent, err := s.CreateConversation(ConversationOptions{})
+		require.NoError(t, err)
+		next := len(sink.waitPosts(t, 1)) // after the parent's start
+		launch, err := parent.StartChild("write the tests", "")
+		require.NoError(t, err)
+		child := infoPosted(t, sink, &next, launch.ConversationID)
+		assert.Equal(t, parent.ID(), child["parent_conversation_id"], "the child's start names its parent")
+		parent.SetTitle("renamed")
+		assert.Equal(t, []any{}, infoPosted(t, sink, &next, parent.ID())["sub_conversation_ids"],
+			"the catalog's children are left out of webhook payloads")
+	})
 
 	t.Run("drop oldest, then retry", func(t *testing.T) {
 		s := Start(t, Config{Webhooks: []WebhookSpec{{BaseURL: base, EventBufferSize: 10, FlushDelay: time.Hour, MaxQueueSize: 3, NumRetries: 2}}})
