@@ -6,7 +6,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/logevent"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
 )
@@ -64,12 +63,10 @@ type converted struct {
 	refused []refusal
 }
 
-// converter turns log records back into wire events. It is pure.
+// converter turns log records back into wire events, a push at a time.
+// It is pure.
 type converter struct {
-	// agent is the envelope agent every event must carry; "" accepts any.
-	agent string
-	// ceiling down-levels events above it; "" leaves them as they are.
-	ceiling aep.Capture
+	logevent.Converter
 }
 
 // convert converts every record of ld, in record order.
@@ -150,7 +147,7 @@ func (p *pushSource) convertNext() bool {
 // event rebuilds, checks, down-levels, marshals and validates one record.
 // A refusal with a nil err means the event is ready.
 func (c converter) event(lr plog.LogRecord, res pcommon.Resource) (outboundEvent, refusal) {
-	ev, raw, rejected := logevent.Converter{Agent: c.agent, Ceiling: c.ceiling}.Convert(lr, res)
+	ev, raw, rejected := c.Convert(lr, res)
 	if rejected != nil {
 		r := refusal{reason: rejected.Reason, err: rejected.Err}
 		if rejected.Event != nil {

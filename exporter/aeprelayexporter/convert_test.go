@@ -10,6 +10,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/logevent"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/schema"
 )
@@ -35,7 +36,7 @@ func multiResourceLogs(t *testing.T, events []*aep.Event) plog.Logs {
 
 func TestConvertKeepsRecordOrder(t *testing.T) {
 	events := sessionEvents("s1", 4)
-	out := converter{agent: "openhands"}.convert(multiResourceLogs(t, events))
+	out := converter{logevent.Converter{Agent: "openhands"}}.convert(multiResourceLogs(t, events))
 
 	require.Empty(t, out.skipped)
 	require.Empty(t, out.refused)
@@ -126,7 +127,7 @@ func TestConvertSortsOutWhatCannotBeSent(t *testing.T) {
 			tt.record(t, records.AppendEmpty())
 			require.NoError(t, projection.ToLogRecord(after, records.AppendEmpty(), projection.Options{}))
 
-			out := converter{agent: "openhands"}.convert(ld)
+			out := converter{logevent.Converter{Agent: "openhands"}}.convert(ld)
 
 			require.Len(t, out.events, 2, "the rest of the push goes on")
 			assert.Equal(t, before.ID, out.events[0].id)
@@ -169,7 +170,7 @@ func TestConvertDownlevelsAboveMaxCapture(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out := converter{agent: "openhands", ceiling: tt.ceiling}.convert(aeptest.LogsOf(t, request()))
+			out := converter{logevent.Converter{Agent: "openhands", Ceiling: tt.ceiling}}.convert(aeptest.LogsOf(t, request()))
 			require.Empty(t, out.refused)
 			require.Len(t, out.events, 1)
 			require.NoError(t, schema.ValidateJSON(out.events[0].raw))
