@@ -127,8 +127,14 @@ func TestUntouchedLogsAreDeleted(t *testing.T) {
 	require.NoError(t, h.consume(t, sessionEvents("open", 0, 2)...)) // closes "closed": one open file
 	foreign := filepath.Join(dir, "openhands", "notes.txt")
 	require.NoError(t, os.WriteFile(foreign, []byte("mine"), 0o600))
+	old := time.Now().Add(-2 * time.Hour)
+	require.NoError(t, os.Chtimes(filepath.Join(dir, "openhands", "closed.jsonl"), old, old))
 
-	removed, err := h.file.writer.removeUntouched(time.Now().Add(2*time.Hour), time.Hour)
+	removed, err := h.file.writer.removeUntouched(time.Now(), time.Hour)
+	require.NoError(t, err)
+	assert.Zero(t, removed, "closed.1.jsonl was written within the hour: no segment of the log goes")
+
+	removed, err = h.file.writer.removeUntouched(time.Now().Add(2*time.Hour), time.Hour)
 	require.NoError(t, err)
 
 	assert.Equal(t, 2, removed)
