@@ -123,8 +123,8 @@ func (e *fileExporter) housekeep() {
 		period = min(period, e.cfg.FsyncInterval)
 	}
 	period = max(period, minHousekeepingPeriod)
-	// A sweep reads every directory: once per max_age, at most once a
-	// minute.
+	// A sweep reads every directory: every minute, or every max_age when
+	// that is shorter.
 	sweepEvery := min(e.cfg.MaxAge, time.Minute)
 	ticker := time.NewTicker(period)
 	defer ticker.Stop()
