@@ -82,3 +82,14 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigValidateRejectsEveryNegativeDuration sets each duration of the
+// configuration negative in turn: the code reading a negative grace, age
+// or timeout takes it as none.
+func TestConfigValidateRejectsEveryNegativeDuration(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Directory = "/var/lib/otelcol/aep"
+	keys := configchecktest.RejectsNegativeDurations(t, cfg)
+	assert.Contains(t, keys, "ended_grace")
+	assert.Contains(t, keys, "max_age")
+}
