@@ -47,7 +47,7 @@ func TestConvertKeepsRecordOrder(t *testing.T) {
 		assert.Equal(t, string(want), string(got.raw))
 		assert.Equal(t, events[i].ID, got.id)
 		assert.Equal(t, events[i].Type, got.typ)
-		assert.Equal(t, recordRef{resource: i / 2, scope: i % 2, record: 0}, got.record)
+		assert.Equal(t, logevent.RecordRef{Resource: i / 2, Scope: i % 2, Record: 0}, got.record)
 	}
 }
 
@@ -132,7 +132,7 @@ func TestConvertSortsOutWhatCannotBeSent(t *testing.T) {
 			require.Len(t, out.events, 2, "the rest of the push goes on")
 			assert.Equal(t, before.ID, out.events[0].id)
 			assert.Equal(t, after.ID, out.events[1].id)
-			assert.Equal(t, recordRef{record: 2}, out.events[1].record)
+			assert.Equal(t, logevent.RecordRef{Record: 2}, out.events[1].record)
 			assert.Equal(t, tt.wantSkipped, out.skipped)
 			if tt.wantReason == "" {
 				assert.Empty(t, out.refused)
@@ -194,7 +194,7 @@ func TestRecordsOf(t *testing.T) {
 	events := sessionEvents("s1", 4)
 	ld := multiResourceLogs(t, events)
 
-	got := recordsOf(ld, []recordRef{{resource: 0, scope: 1}, {resource: 1, scope: 0}, {resource: 1, scope: 1}})
+	got := logevent.RecordsOf(ld, []logevent.RecordRef{{Resource: 0, Scope: 1}, {Resource: 1, Scope: 0}, {Resource: 1, Scope: 1}})
 
 	require.Equal(t, 2, got.ResourceLogs().Len())
 	first := got.ResourceLogs().At(0)

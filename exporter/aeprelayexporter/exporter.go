@@ -133,11 +133,11 @@ func (e *relayExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 	if len(pending) == ld.LogRecordCount() {
 		return err
 	}
-	refs := make([]recordRef, len(pending))
+	refs := make([]logevent.RecordRef, len(pending))
 	for i, ev := range pending {
 		refs[i] = ev.record
 	}
-	return consumererror.NewLogs(err, recordsOf(ld, refs))
+	return consumererror.NewLogs(err, logevent.RecordsOf(ld, refs))
 }
 
 // account counts and logs what convert kept back.
