@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/configcheck"
 )
 
 // FsyncPolicy says when written lines are forced to disk.
@@ -101,24 +102,19 @@ func (cfg *Config) Validate() error {
 	if cfg.MaxOpenFiles < 1 {
 		errs = append(errs, fmt.Errorf("max_open_files: must be at least 1, got %d", cfg.MaxOpenFiles))
 	}
-	if cfg.EndedGrace < 0 {
-		errs = append(errs, errors.New("ended_grace: must not be negative"))
-	}
 	if cfg.DedupWindow < 0 {
 		errs = append(errs, fmt.Errorf("dedup_window: must not be negative, got %d", cfg.DedupWindow))
 	}
 	if cfg.RotateBytes < 0 {
 		errs = append(errs, fmt.Errorf("rotate_bytes: must not be negative, got %d", cfg.RotateBytes))
 	}
-	if cfg.MaxAge < 0 {
-		errs = append(errs, errors.New("max_age: must not be negative"))
-	}
 	if cfg.MaxCapture != "" && cfg.MaxCapture.Rank() < 0 {
 		errs = append(errs, fmt.Errorf("max_capture: unknown level %q (want none, metadata, redacted or full)", cfg.MaxCapture))
 	}
-	if cfg.Timeout <= 0 {
-		errs = append(errs, errors.New("timeout: must be positive"))
-	}
+	errs = append(errs, configcheck.Check(
+		configcheck.Duration{Key: "timeout", Value: cfg.Timeout, Positive: true},
+		configcheck.Duration{Key: "ended_grace", Value: cfg.EndedGrace},
+		configcheck.Duration{Key: "max_age", Value: cfg.MaxAge})...)
 	return errors.Join(errs...)
 }
 

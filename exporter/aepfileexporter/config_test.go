@@ -82,3 +82,12 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigValidateRejectsEveryNegativeDuration sets each duration of the
+// configuration negative in turn: the code reading a negative grace, age
+// or timeout takes it as none.
+func TestConfigValidateRejectsEveryNegativeDuration(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Directory = "/var/lib/otelcol/aep"
+	assert.Subset(t, configchecktest.RejectsNegativeDurations(t, cfg), []string{"ended_grace", "max_age", "timeout"})
+}

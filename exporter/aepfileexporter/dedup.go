@@ -52,7 +52,9 @@ func (d *dedup) recover(lines [][]byte) (ended bool) {
 }
 
 // lastLines returns up to n of the last lines of r, whose size bytes end
-// with a complete line, reading back from the end a chunk at a time.
+// with a complete line, reading back from the end a chunk at a time. It
+// reads until it holds more than n line ends (or the whole file), so the
+// first line it holds, which may be cut, is never among the last n.
 func lastLines(r io.ReaderAt, size int64, n int) ([][]byte, error) {
 	if n <= 0 || size == 0 {
 		return nil, nil
@@ -69,9 +71,6 @@ func lastLines(r io.ReaderAt, size int64, n int) ([][]byte, error) {
 		tail = append(buf, tail...)
 	}
 	lines := bytes.Split(bytes.TrimSuffix(tail, []byte{'\n'}), []byte{'\n'})
-	if start > 0 {
-		lines = lines[1:] // the first may be the end of a line
-	}
 	return lines[max(0, len(lines)-n):], nil
 }
 

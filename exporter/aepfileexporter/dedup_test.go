@@ -38,6 +38,7 @@ func TestRecoverFromLastLines(t *testing.T) {
 		{name: "only_the_last_lines", content: line("a", "run.started") + line("b", "run.started") + line("c", "run.started"), limit: 2, wantIDs: []string{"b", "c"}},
 		{name: "across_chunks", content: line("a", "run.started") + `{"pad":"` + long + "\"}\n" + line("b", "run.started"), limit: 3, wantIDs: []string{"a", "b"}},
 		{name: "ended", content: line("a", "run.started") + line("z", "session.ended"), limit: 4, wantIDs: []string{"a", "z"}, wantEnded: true},
+		{name: "ended_then_a_late_event", content: line("z", "session.ended") + line("late", "run.started"), limit: 4, wantIDs: []string{"z", "late"}, wantEnded: true},
 		{name: "not_events_passed_over", content: "not json\n" + line("a", "run.started"), limit: 4, wantIDs: []string{"a"}},
 	}
 	for _, tt := range tests {

@@ -123,8 +123,8 @@ func (e *fileExporter) housekeep() {
 		period = min(period, e.cfg.FsyncInterval)
 	}
 	period = max(period, minHousekeepingPeriod)
-	// A sweep reads every directory: once per max_age, at most once a
-	// minute.
+	// A sweep reads every directory: every minute, or every max_age when
+	// that is shorter.
 	sweepEvery := min(e.cfg.MaxAge, time.Minute)
 	ticker := time.NewTicker(period)
 	defer ticker.Stop()
@@ -169,12 +169,11 @@ func (e *fileExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 	now := e.now()
 	var skipped []string
 	failed := make(map[fileKey]error)
-	var retry []int
-	record := -1
-	for _, rl := range ld.ResourceLogs().All() {
-		for _, sl := range rl.ScopeLogs().All() {
-			for _, lr := range sl.LogRecords().All() {
-				record++
+	var retry []logevent.RecordRef
+	for i, rl := range ld.ResourceLogs().All() {
+		for j, sl := range rl.ScopeLogs().All() {
+			for k, lr := range sl.LogRecords().All() {
+				record := logevent.RecordRef{Resource: i, Scope: j, Record: k}
 				ev, raw, rejected := e.converter.Convert(lr, rl.Resource())
 				switch {
 				case rejected != nil && errors.Is(rejected.Err, projection.ErrNotAEP):
@@ -226,7 +225,7 @@ func (e *fileExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 	}
 	err := fmt.Errorf("aepfile: %w", errors.Join(errs...))
 	e.failed(ctx, "write", err)
-	return consumererror.NewLogs(err, recordsAt(ld, retry))
+	return consumererror.NewLogs(err, logevent.RecordsOf(ld, retry))
 }
 
 // failed logs a file error, counts it and reports the component as
@@ -274,27 +273,4 @@ func (e *fileExporter) reject(ctx context.Context, r *logevent.Rejection) {
 	}
 	e.rate.Error("rejected_"+r.Reason+"_"+typ, "dropping an AEP event that can never be written",
 		zap.String("reason", r.Reason), zap.String("id", id), zap.String("type", typ), zap.Error(r.Err))
-}
-
-// recordsAt copies the records at the given flat indexes (ascending, in
-// record order) into new Logs that keep their resources and scopes.
-func recordsAt(ld plog.Logs, indexes []int) plog.Logs {
-	out := plog.NewLogs()
-	ld.CopyTo(out)
-	record, next := -1, 0
-	out.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool {
-		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool {
-			sl.LogRecords().RemoveIf(func(plog.LogRecord) bool {
-				record++
-				if next < len(indexes) && indexes[next] == record {
-					next++
-					return false
-				}
-				return true
-			})
-			return sl.LogRecords().Len() == 0
-		})
-		return rl.ScopeLogs().Len() == 0
-	})
-	return out
 }

@@ -83,6 +83,8 @@ type logWriter struct {
 	compressedOne *sync.Cond
 	// rotated and compressed count segments since the last takeCounts.
 	rotated, compressed int
+	// line is write's buffer for a line and its '\n', reused under mu.
+	line []byte
 }
 
 func newLogWriter(cfg writerConfig, logger *zap.Logger) *logWriter {
@@ -124,7 +126,8 @@ func (w *logWriter) write(ev *aep.Event, raw []byte, now time.Time) (written boo
 	if l.seen.has(key) {
 		return false, nil
 	}
-	line := append(raw[:len(raw):len(raw)], '\n')
+	w.line = append(append(w.line[:0], raw...), '\n')
+	line := w.line
 	if w.cfg.rotateBytes > 0 && l.size > 0 && l.size+int64(len(line)) > w.cfg.rotateBytes {
 		if err := w.rotate(l); err != nil {
 			return false, err

@@ -1,6 +1,7 @@
 package aepfileexporter
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 
@@ -43,6 +44,8 @@ func TestEscapeNameIsInjective(t *testing.T) {
 		"\x00", "a\x00", "con", "CON", "%63on", "com1", "nul", "s", "s.1", "s.jsonl", "~", "é", "e\u0301",
 		long, long + "a", long + "b", long + "B", strings.Repeat("%", 300), strings.Repeat("%", 301),
 		strings.Repeat("A", 100), strings.Repeat("a", 98) + "A", strings.Repeat("é", 200), strings.Repeat("é", 201),
+		// Long enough to be cut, offset so that the cut falls inside an escape.
+		"a" + strings.Repeat("%", 300), "aa" + strings.Repeat("%", 300),
 	}
 	seen := make(map[string]string)
 	for _, id := range ids {
@@ -51,6 +54,16 @@ func TestEscapeNameIsInjective(t *testing.T) {
 		require.NotEmpty(t, stem)
 		for _, c := range []byte(stem) {
 			require.True(t, isPlainByte(c) || c == '%' || c == hashMark, "%q has %q", stem, c)
+		}
+		// What precedes the hash is whole escapes: it decodes to the id,
+		// or to its start when the id was too long.
+		prefix, _, hashed := strings.Cut(stem, string(hashMark))
+		decoded, err := url.PathUnescape(prefix)
+		require.NoError(t, err, "%q", stem)
+		if hashed {
+			require.True(t, strings.HasPrefix(id, decoded), "%q", stem)
+		} else {
+			require.Equal(t, id, decoded)
 		}
 		folded := strings.ToLower(stem)
 		if other, ok := seen[folded]; ok {

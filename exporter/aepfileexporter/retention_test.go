@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -82,9 +83,13 @@ func TestLineLargerThanRotateBytesHasASegmentOfItsOwn(t *testing.T) {
 // segments are gzipped once its log is closed, and a late event continues
 // the log in a new plain segment after them.
 func TestEndedSessionIsCompressed(t *testing.T) {
+	// The umask must not narrow the configured mode of a compressed segment.
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
 	dir := t.TempDir()
 	cfg := testConfig(dir)
 	cfg.CompressEnded = true
+	cfg.FileMode = "0640"
 	cfg.EndedGrace = 10 * time.Millisecond
 	line, err := newEvent("s1", 0).MarshalJSON()
 	require.NoError(t, err)
@@ -109,7 +114,7 @@ func TestEndedSessionIsCompressed(t *testing.T) {
 	assert.Equal(t, int64(2), h.counter(t, "otelcol_aepfile_files_compressed"))
 	st, err := os.Stat(filepath.Join(dir, "openhands", "s1.jsonl.gz"))
 	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	assert.Equal(t, os.FileMode(0o640), st.Mode().Perm())
 }
 
 // TestUntouchedLogsAreDeleted: past max_age a closed log goes, all its
@@ -127,8 +132,14 @@ func TestUntouchedLogsAreDeleted(t *testing.T) {
 	require.NoError(t, h.consume(t, sessionEvents("open", 0, 2)...)) // closes "closed": one open file
 	foreign := filepath.Join(dir, "openhands", "notes.txt")
 	require.NoError(t, os.WriteFile(foreign, []byte("mine"), 0o600))
+	old := time.Now().Add(-2 * time.Hour)
+	require.NoError(t, os.Chtimes(filepath.Join(dir, "openhands", "closed.jsonl"), old, old))
 
-	removed, err := h.file.writer.removeUntouched(time.Now().Add(2*time.Hour), time.Hour)
+	removed, err := h.file.writer.removeUntouched(time.Now(), time.Hour)
+	require.NoError(t, err)
+	assert.Zero(t, removed, "closed.1.jsonl was written within the hour: no segment of the log goes")
+
+	removed, err = h.file.writer.removeUntouched(time.Now().Add(2*time.Hour), time.Hour)
 	require.NoError(t, err)
 
 	assert.Equal(t, 2, removed)

@@ -6,7 +6,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/logevent"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
 )
@@ -31,10 +30,8 @@ type outboundEvent struct {
 	raw []byte
 	// record locates the log record it came from, so that a retry can
 	// carry only the records still to be sent.
-	record recordRef
+	record logevent.RecordRef
 }
-
-type recordRef struct{ resource, scope, record int }
 
 // refusal is an event that will not be sent, and why. id and type are
 // empty when the record could not be rebuilt far enough to know them.
@@ -64,12 +61,10 @@ type converted struct {
 	refused []refusal
 }
 
-// converter turns log records back into wire events. It is pure.
+// converter turns log records back into wire events, a push at a time.
+// It is pure.
 type converter struct {
-	// agent is the envelope agent every event must carry; "" accepts any.
-	agent string
-	// ceiling down-levels events above it; "" leaves them as they are.
-	ceiling aep.Capture
+	logevent.Converter
 }
 
 // convert converts every record of ld, in record order.
@@ -89,7 +84,7 @@ type pushSource struct {
 	c  converter
 	ld plog.Logs
 	// next is the record to convert next.
-	next recordRef
+	next logevent.RecordRef
 	out  converted
 	// taken counts the events of out handed to the transport.
 	taken int
@@ -122,14 +117,14 @@ func (p *pushSource) all() converted {
 // convertNext converts the next record; false when none is left.
 func (p *pushSource) convertNext() bool {
 	rls := p.ld.ResourceLogs()
-	for ; p.next.resource < rls.Len(); p.next.resource, p.next.scope = p.next.resource+1, 0 {
-		rl := rls.At(p.next.resource)
-		for ; p.next.scope < rl.ScopeLogs().Len(); p.next.scope, p.next.record = p.next.scope+1, 0 {
-			records := rl.ScopeLogs().At(p.next.scope).LogRecords()
-			if p.next.record == records.Len() {
+	for ; p.next.Resource < rls.Len(); p.next.Resource, p.next.Scope = p.next.Resource+1, 0 {
+		rl := rls.At(p.next.Resource)
+		for ; p.next.Scope < rl.ScopeLogs().Len(); p.next.Scope, p.next.Record = p.next.Scope+1, 0 {
+			records := rl.ScopeLogs().At(p.next.Scope).LogRecords()
+			if p.next.Record == records.Len() {
 				continue
 			}
-			lr := records.At(p.next.record)
+			lr := records.At(p.next.Record)
 			ev, ref := p.c.event(lr, rl.Resource())
 			switch {
 			case errors.Is(ref.err, projection.ErrNotAEP):
@@ -140,7 +135,7 @@ func (p *pushSource) convertNext() bool {
 				ev.record = p.next
 				p.out.events = append(p.out.events, ev)
 			}
-			p.next.record++
+			p.next.Record++
 			return true
 		}
 	}
@@ -150,7 +145,7 @@ func (p *pushSource) convertNext() bool {
 // event rebuilds, checks, down-levels, marshals and validates one record.
 // A refusal with a nil err means the event is ready.
 func (c converter) event(lr plog.LogRecord, res pcommon.Resource) (outboundEvent, refusal) {
-	ev, raw, rejected := logevent.Converter{Agent: c.agent, Ceiling: c.ceiling}.Convert(lr, res)
+	ev, raw, rejected := c.Convert(lr, res)
 	if rejected != nil {
 		r := refusal{reason: rejected.Reason, err: rejected.Err}
 		if rejected.Event != nil {
@@ -159,31 +154,4 @@ func (c converter) event(lr plog.LogRecord, res pcommon.Resource) (outboundEvent
 		return outboundEvent{}, r
 	}
 	return outboundEvent{id: ev.ID, typ: ev.Type, session: ev.Session, raw: raw}, refusal{}
-}
-
-// recordsOf copies the records refs point at, in refs' order, into new
-// Logs that keep their resources and scopes.
-func recordsOf(ld plog.Logs, refs []recordRef) plog.Logs {
-	out := plog.NewLogs()
-	var rl plog.ResourceLogs
-	var sl plog.ScopeLogs
-	lastResource, lastScope := -1, -1
-	for _, ref := range refs {
-		srcResource := ld.ResourceLogs().At(ref.resource)
-		if ref.resource != lastResource {
-			rl = out.ResourceLogs().AppendEmpty()
-			srcResource.Resource().CopyTo(rl.Resource())
-			rl.SetSchemaUrl(srcResource.SchemaUrl())
-			lastResource, lastScope = ref.resource, -1
-		}
-		srcScope := srcResource.ScopeLogs().At(ref.scope)
-		if ref.scope != lastScope {
-			sl = rl.ScopeLogs().AppendEmpty()
-			srcScope.Scope().CopyTo(sl.Scope())
-			sl.SetSchemaUrl(srcScope.SchemaUrl())
-			lastScope = ref.scope
-		}
-		srcScope.LogRecords().At(ref.record).CopyTo(sl.LogRecords().AppendEmpty())
-	}
-	return out
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/logevent"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/schema"
 )
@@ -35,7 +36,7 @@ func multiResourceLogs(t *testing.T, events []*aep.Event) plog.Logs {
 
 func TestConvertKeepsRecordOrder(t *testing.T) {
 	events := sessionEvents("s1", 4)
-	out := converter{agent: "openhands"}.convert(multiResourceLogs(t, events))
+	out := converter{logevent.Converter{Agent: "openhands"}}.convert(multiResourceLogs(t, events))
 
 	require.Empty(t, out.skipped)
 	require.Empty(t, out.refused)
@@ -46,7 +47,7 @@ func TestConvertKeepsRecordOrder(t *testing.T) {
 		assert.Equal(t, string(want), string(got.raw))
 		assert.Equal(t, events[i].ID, got.id)
 		assert.Equal(t, events[i].Type, got.typ)
-		assert.Equal(t, recordRef{resource: i / 2, scope: i % 2, record: 0}, got.record)
+		assert.Equal(t, logevent.RecordRef{Resource: i / 2, Scope: i % 2, Record: 0}, got.record)
 	}
 }
 
@@ -126,12 +127,12 @@ func TestConvertSortsOutWhatCannotBeSent(t *testing.T) {
 			tt.record(t, records.AppendEmpty())
 			require.NoError(t, projection.ToLogRecord(after, records.AppendEmpty(), projection.Options{}))
 
-			out := converter{agent: "openhands"}.convert(ld)
+			out := converter{logevent.Converter{Agent: "openhands"}}.convert(ld)
 
 			require.Len(t, out.events, 2, "the rest of the push goes on")
 			assert.Equal(t, before.ID, out.events[0].id)
 			assert.Equal(t, after.ID, out.events[1].id)
-			assert.Equal(t, recordRef{record: 2}, out.events[1].record)
+			assert.Equal(t, logevent.RecordRef{Record: 2}, out.events[1].record)
 			assert.Equal(t, tt.wantSkipped, out.skipped)
 			if tt.wantReason == "" {
 				assert.Empty(t, out.refused)
@@ -169,7 +170,7 @@ func TestConvertDownlevelsAboveMaxCapture(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out := converter{agent: "openhands", ceiling: tt.ceiling}.convert(aeptest.LogsOf(t, request()))
+			out := converter{logevent.Converter{Agent: "openhands", Ceiling: tt.ceiling}}.convert(aeptest.LogsOf(t, request()))
 			require.Empty(t, out.refused)
 			require.Len(t, out.events, 1)
 			require.NoError(t, schema.ValidateJSON(out.events[0].raw))
@@ -193,7 +194,7 @@ func TestRecordsOf(t *testing.T) {
 	events := sessionEvents("s1", 4)
 	ld := multiResourceLogs(t, events)
 
-	got := recordsOf(ld, []recordRef{{resource: 0, scope: 1}, {resource: 1, scope: 0}, {resource: 1, scope: 1}})
+	got := logevent.RecordsOf(ld, []logevent.RecordRef{{Resource: 0, Scope: 1}, {Resource: 1, Scope: 0}, {Resource: 1, Scope: 1}})
 
 	require.Equal(t, 2, got.ResourceLogs().Len())
 	first := got.ResourceLogs().At(0)

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/logevent"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/endpoint"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/ratelog"
 )
@@ -58,7 +59,7 @@ func newRelayExporter(cfg *Config, set exporter.Settings) (*relayExporter, error
 		rate:      rate,
 		tel:       tel,
 		status:    newStatusReporter(tel, rate),
-		converter: converter{ceiling: cfg.MaxCapture},
+		converter: converter{logevent.Converter{Ceiling: cfg.MaxCapture}},
 	}
 	switch cfg.Transport {
 	case TransportHTTP:
@@ -66,7 +67,7 @@ func newRelayExporter(cfg *Config, set exporter.Settings) (*relayExporter, error
 	default:
 		// One agent identity per connection (AEP-0003 §8): the hello
 		// declares cfg.Agent, so every event must carry it.
-		e.converter.agent = cfg.Agent
+		e.converter.Agent = cfg.Agent
 		e.transport, err = newSocketTransport(cfg, set.Logger, e.rate, tel, e.status, e.reject)
 	}
 	if err != nil {
@@ -132,11 +133,11 @@ func (e *relayExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 	if len(pending) == ld.LogRecordCount() {
 		return err
 	}
-	refs := make([]recordRef, len(pending))
+	refs := make([]logevent.RecordRef, len(pending))
 	for i, ev := range pending {
 		refs[i] = ev.record
 	}
-	return consumererror.NewLogs(err, recordsOf(ld, refs))
+	return consumererror.NewLogs(err, logevent.RecordsOf(ld, refs))
 }
 
 // account counts and logs what convert kept back.
