@@ -86,6 +86,10 @@ func TestAConversationRemembersItsLastDecisions(t *testing.T) {
 	assert.False(t, ok, "a record without an ack is dropped")
 	assert.Equal(t, s, restored.State())
 
+	overfull := newNotes(view, true)
+	overfull.restore(State{Decided: append([]Decision{{Source: "aep://ops", ID: "older", Ack: s.Decided[0].Ack}}, s.Decided...)})
+	assert.Equal(t, s, overfull.State(), "a stored state over the bound loses its oldest")
+
 	var none *Notes
 	assert.Zero(t, none.State(), "no gate: nothing kept")
 }
