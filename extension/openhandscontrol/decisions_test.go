@@ -200,6 +200,39 @@ func TestARedeliveryOfARestoredCommand(t *testing.T) {
 	assert.Equal(t, 2, acks, "one ack per command")
 }
 
+// TestARestoredNoteNotShownInTimeIsDropped: a redelivered command whose
+// restored note the stream does not decide within half of reply_guard is
+// judged afresh; refused then, it leaves no note behind, so a flip the
+// stream shows later gives it no second ack.
+func TestARestoredNoteNotShownInTimeIsDropped(t *testing.T) {
+	cfg := gateConfig(true)
+	cfg.ReplyGuard = 2 * time.Second
+	cfg.ConversationRateLimit = RateLimit{WritesPerSecond: 0.001, Burst: 1}
+	h := startGate(t, cfg, oh.StatusRunning)
+	h.register()
+	input := h.command("c0", typeSendInput)
+	input.Data = map[string]any{"text": "hi"}
+	h.gate.HandleCommand(context.Background(), nil, input, true)
+	h.await(t, "x.openhands.input.sent", "c0") // the one write the limit allows
+	h.sess.mu.Lock()
+	h.sess.notes.restore(State{Pending: []Pending{{Source: "aep://ops", ID: "c1", Type: typePause, Agent: "ops"}}})
+	h.sess.mu.Unlock()
+
+	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause), true)
+	assert.Equal(t, reasonBusy, h.await(t, "control.rejected", "c1").Data["reason"])
+	h.sess.mu.Lock()
+	h.sess.view.status = statusPaused // the stream shows the flip after all
+	h.sess.emitted = append(h.sess.emitted, h.sess.notes.Decorate(statusRunning, mapped("state.delta"), at)...)
+	h.sess.mu.Unlock()
+	acks := 0
+	for _, ev := range h.sess.events() {
+		if strings.HasPrefix(ev.Type, "control.") && ev.Cause == "c1" {
+			acks++
+		}
+	}
+	assert.Equal(t, 1, acks, "one ack per command")
+}
+
 // TestARestoredNoteHoldsNothingBack: a restored note's write may never
 // have landed; another command of its verb is judged as if it were not
 // there, and a command over a link without credentials never touches it.
