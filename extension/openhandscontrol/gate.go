@@ -255,8 +255,8 @@ func (g *gate) execute(raw []byte, ev *aep.Event, authenticated bool) {
 			zap.String("id", ev.ID), zap.String("type", ev.Type), zap.String("session", ev.Session))
 		return
 	}
-	deadline := time.Now().Add(g.cfg.ReplyGuard)
-	if g.answerRemembered(ev.Type, k, claims, g.cfg.Enabled && authenticated, time.Now().Add(g.cfg.ReplyGuard/2)) {
+	arrived := time.Now()
+	if g.answerRemembered(ev.Type, k, claims, g.cfg.Enabled && authenticated, arrived.Add(g.cfg.ReplyGuard/2)) {
 		return
 	}
 	// When two conversations claim the session (two agent servers list the
@@ -280,7 +280,7 @@ func (g *gate) execute(raw []byte, ev *aep.Event, authenticated bool) {
 		sess.Control(g.ctx, func(n *Notes) []*aep.Event { return []*aep.Event{n.reject(f, rej, time.Now())} })
 		return
 	}
-	g.decide(sess, f, deadline)
+	g.decide(sess, f, arrived.Add(g.cfg.ReplyGuard))
 }
 
 // answerRemembered answers a command that a claiming conversation
