@@ -153,6 +153,13 @@ func TestARestoredNoteIsDecidedByWhatTheStreamShows(t *testing.T) {
 	assert.Len(t, s.Decided, 2)
 }
 
+// restore gives the harness's conversation the notes a restart restores.
+func (h *gateHarness) restore(pending ...Pending) {
+	h.sess.mu.Lock()
+	defer h.sess.mu.Unlock()
+	h.sess.notes.restore(State{Pending: pending})
+}
+
 // TestARedeliveryOfARestoredCommand: the relay redelivers a command whose
 // note a restart restored. Shown by the stream while it waits, it is
 // answered by that ack; not shown within half of reply_guard, it is
@@ -162,12 +169,10 @@ func TestARedeliveryOfARestoredCommand(t *testing.T) {
 	cfg.ReplyGuard = 4 * time.Second
 	h := startGate(t, cfg, oh.StatusRunning)
 	h.register()
-	h.sess.mu.Lock()
-	h.sess.notes.restore(State{Pending: []Pending{
-		{Source: "aep://ops", ID: "c1", Type: typePause, Agent: "ops"},
-		{Source: "aep://ops", ID: "c2", Type: typeSendInput, Agent: "ops", Digest: digest("hi")},
-	}})
-	h.sess.mu.Unlock()
+	h.restore(
+		Pending{Source: "aep://ops", ID: "c1", Type: typePause, Agent: "ops"},
+		Pending{Source: "aep://ops", ID: "c2", Type: typeSendInput, Agent: "ops", Digest: digest("hi")},
+	)
 
 	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause), true)
 	require.Eventually(t, func() bool {
@@ -214,9 +219,7 @@ func TestARestoredNoteNotShownInTimeIsDropped(t *testing.T) {
 	input.Data = map[string]any{"text": "hi"}
 	h.gate.HandleCommand(context.Background(), nil, input, true)
 	h.await(t, "x.openhands.input.sent", "c0") // the one write the limit allows
-	h.sess.mu.Lock()
-	h.sess.notes.restore(State{Pending: []Pending{{Source: "aep://ops", ID: "c1", Type: typePause, Agent: "ops"}}})
-	h.sess.mu.Unlock()
+	h.restore(Pending{Source: "aep://ops", ID: "c1", Type: typePause, Agent: "ops"})
 
 	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause), true)
 	assert.Equal(t, reasonBusy, h.await(t, "control.rejected", "c1").Data["reason"])
@@ -239,9 +242,7 @@ func TestARestoredNoteNotShownInTimeIsDropped(t *testing.T) {
 func TestARestoredNoteHoldsNothingBack(t *testing.T) {
 	h := startGate(t, gateConfig(true), oh.StatusRunning)
 	h.register()
-	h.sess.mu.Lock()
-	h.sess.notes.restore(State{Pending: []Pending{{Source: "aep://ops", ID: "c1", Type: typePause, Agent: "ops"}}})
-	h.sess.mu.Unlock()
+	h.restore(Pending{Source: "aep://ops", ID: "c1", Type: typePause, Agent: "ops"})
 
 	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause), false)
 	assert.Equal(t, reasonUnsupported, h.await(t, "control.rejected", "c1").Data["reason"])
