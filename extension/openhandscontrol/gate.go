@@ -240,11 +240,10 @@ func (g *gate) claims(id string) []Session {
 // execute decides one command: one its conversation remembers is
 // answered from there (answerRemembered); otherwise unsupported (the gate
 // is off, its relay link is not authenticated, or the type is not among
-// the five), invalid
-// (malformed), refused (its session is claimed twice, or a guard), busy
-// (a write to the conversation is in flight or over its rate), or
-// forwarded as one REST write whose result the reply guard turns into the
-// ack.
+// the five), invalid (malformed), refused (its session is claimed twice,
+// or a guard), busy (a write to the conversation is in flight or over its
+// rate), or forwarded as one REST write whose result the reply guard
+// turns into the ack.
 func (g *gate) execute(raw []byte, ev *aep.Event, authenticated bool) {
 	k := commandKey{source: ev.Source, id: ev.ID}
 	claims := g.claims(ev.Session)
