@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/configcheck"
 )
 
 // Config is the control gate's configuration.
@@ -43,13 +45,11 @@ var _ component.Config = (*Config)(nil)
 
 // Validate checks the configuration; every message names its key.
 func (cfg *Config) Validate() error {
-	var errs []error
-	if cfg.AckWindow <= 0 {
-		errs = append(errs, errors.New("ack_window: must be positive"))
-	}
-	if cfg.ReplyGuard <= 0 {
-		errs = append(errs, errors.New("reply_guard: must be positive"))
-	} else if cfg.AckWindow > 0 && cfg.ReplyGuard >= cfg.AckWindow {
+	errs := configcheck.Check(
+		configcheck.Duration{Key: "ack_window", Value: cfg.AckWindow, Positive: true},
+		configcheck.Duration{Key: "reply_guard", Value: cfg.ReplyGuard, Positive: true},
+	)
+	if cfg.AckWindow > 0 && cfg.ReplyGuard > 0 && cfg.ReplyGuard >= cfg.AckWindow {
 		errs = append(errs, fmt.Errorf("reply_guard: must be shorter than ack_window (%s), so the ack arrives inside the declared window", cfg.AckWindow))
 	}
 	if cfg.SendInputMaxChars <= 0 {

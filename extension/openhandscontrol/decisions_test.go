@@ -86,6 +86,10 @@ func TestAConversationRemembersItsLastDecisions(t *testing.T) {
 	assert.False(t, ok, "a record without an ack is dropped")
 	assert.Equal(t, s, restored.State())
 
+	overfull := newNotes(view, true)
+	overfull.restore(State{Decided: append([]Decision{{Source: "aep://ops", ID: "older", Ack: s.Decided[0].Ack}}, s.Decided...)})
+	assert.Equal(t, s, overfull.State(), "a stored state over the bound loses its oldest")
+
 	var none *Notes
 	assert.Zero(t, none.State(), "no gate: nothing kept")
 }
@@ -149,6 +153,13 @@ func TestARestoredNoteIsDecidedByWhatTheStreamShows(t *testing.T) {
 	assert.Len(t, s.Decided, 2)
 }
 
+// restore gives the harness's conversation the notes a restart restores.
+func (h *gateHarness) restore(pending ...Pending) {
+	h.sess.mu.Lock()
+	defer h.sess.mu.Unlock()
+	h.sess.notes.restore(State{Pending: pending})
+}
+
 // TestARedeliveryOfARestoredCommand: the relay redelivers a command whose
 // note a restart restored. Shown by the stream while it waits, it is
 // answered by that ack; not shown within half of reply_guard, it is
@@ -158,12 +169,10 @@ func TestARedeliveryOfARestoredCommand(t *testing.T) {
 	cfg.ReplyGuard = 4 * time.Second
 	h := startGate(t, cfg, oh.StatusRunning)
 	h.register()
-	h.sess.mu.Lock()
-	h.sess.notes.restore(State{Pending: []Pending{
-		{Source: "aep://ops", ID: "c1", Type: typePause, Agent: "ops"},
-		{Source: "aep://ops", ID: "c2", Type: typeSendInput, Agent: "ops", Digest: digest("hi")},
-	}})
-	h.sess.mu.Unlock()
+	h.restore(
+		Pending{Source: "aep://ops", ID: "c1", Type: typePause, Agent: "ops"},
+		Pending{Source: "aep://ops", ID: "c2", Type: typeSendInput, Agent: "ops", Digest: digest("hi")},
+	)
 
 	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause), true)
 	require.Eventually(t, func() bool {
@@ -196,15 +205,44 @@ func TestARedeliveryOfARestoredCommand(t *testing.T) {
 	assert.Equal(t, 2, acks, "one ack per command")
 }
 
+// TestARestoredNoteNotShownInTimeIsDropped: a redelivered command whose
+// restored note the stream does not decide within half of reply_guard is
+// judged afresh; refused then, it leaves no note behind, so a flip the
+// stream shows later gives it no second ack.
+func TestARestoredNoteNotShownInTimeIsDropped(t *testing.T) {
+	cfg := gateConfig(true)
+	cfg.ReplyGuard = 2 * time.Second
+	cfg.ConversationRateLimit = RateLimit{WritesPerSecond: 0.001, Burst: 1}
+	h := startGate(t, cfg, oh.StatusRunning)
+	h.register()
+	input := h.command("c0", typeSendInput)
+	input.Data = map[string]any{"text": "hi"}
+	h.gate.HandleCommand(context.Background(), nil, input, true)
+	h.await(t, "x.openhands.input.sent", "c0") // the one write the limit allows
+	h.restore(Pending{Source: "aep://ops", ID: "c1", Type: typePause, Agent: "ops"})
+
+	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause), true)
+	assert.Equal(t, reasonBusy, h.await(t, "control.rejected", "c1").Data["reason"])
+	h.sess.mu.Lock()
+	h.sess.view.status = statusPaused // the stream shows the flip after all
+	h.sess.emitted = append(h.sess.emitted, h.sess.notes.Decorate(statusRunning, mapped("state.delta"), at)...)
+	h.sess.mu.Unlock()
+	acks := 0
+	for _, ev := range h.sess.events() {
+		if strings.HasPrefix(ev.Type, "control.") && ev.Cause == "c1" {
+			acks++
+		}
+	}
+	assert.Equal(t, 1, acks, "one ack per command")
+}
+
 // TestARestoredNoteHoldsNothingBack: a restored note's write may never
 // have landed; another command of its verb is judged as if it were not
 // there, and a command over a link without credentials never touches it.
 func TestARestoredNoteHoldsNothingBack(t *testing.T) {
 	h := startGate(t, gateConfig(true), oh.StatusRunning)
 	h.register()
-	h.sess.mu.Lock()
-	h.sess.notes.restore(State{Pending: []Pending{{Source: "aep://ops", ID: "c1", Type: typePause, Agent: "ops"}}})
-	h.sess.mu.Unlock()
+	h.restore(Pending{Source: "aep://ops", ID: "c1", Type: typePause, Agent: "ops"})
 
 	h.gate.HandleCommand(context.Background(), nil, h.command("c1", typePause), false)
 	assert.Equal(t, reasonUnsupported, h.await(t, "control.rejected", "c1").Data["reason"])

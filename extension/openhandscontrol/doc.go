@@ -12,6 +12,7 @@
 // conversation, when exactly one observed conversation owns the session
 // and the design record's guards pass against the receiver's
 // last-observed status (and, with the receiver's storage, once the
-// command's note is stored, so that a restart can still decide it); acks and outcomes are ordinary sequenced events of
-// the conversation's session, emitted through the receiver.
+// command's note is stored, so that a restart can still decide it); acks
+// and outcomes are ordinary sequenced events of the conversation's
+// session, emitted through the receiver.
 package openhandscontrol // import "github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"

@@ -240,11 +240,10 @@ func (g *gate) claims(id string) []Session {
 // execute decides one command: one its conversation remembers is
 // answered from there (answerRemembered); otherwise unsupported (the gate
 // is off, its relay link is not authenticated, or the type is not among
-// the five), invalid
-// (malformed), refused (its session is claimed twice, or a guard), busy
-// (a write to the conversation is in flight or over its rate), or
-// forwarded as one REST write whose result the reply guard turns into the
-// ack.
+// the five), invalid (malformed), refused (its session is claimed twice,
+// or a guard), busy (a write to the conversation is in flight or over its
+// rate), or forwarded as one REST write whose result the reply guard
+// turns into the ack.
 func (g *gate) execute(raw []byte, ev *aep.Event, authenticated bool) {
 	k := commandKey{source: ev.Source, id: ev.ID}
 	claims := g.claims(ev.Session)
@@ -255,8 +254,8 @@ func (g *gate) execute(raw []byte, ev *aep.Event, authenticated bool) {
 			zap.String("id", ev.ID), zap.String("type", ev.Type), zap.String("session", ev.Session))
 		return
 	}
-	deadline := time.Now().Add(g.cfg.ReplyGuard)
-	if g.answerRemembered(ev.Type, k, claims, g.cfg.Enabled && authenticated, time.Now().Add(g.cfg.ReplyGuard/2)) {
+	arrived := time.Now()
+	if g.answerRemembered(ev.Type, k, claims, g.cfg.Enabled && authenticated, arrived.Add(g.cfg.ReplyGuard/2)) {
 		return
 	}
 	// When two conversations claim the session (two agent servers list the
@@ -280,7 +279,7 @@ func (g *gate) execute(raw []byte, ev *aep.Event, authenticated bool) {
 		sess.Control(g.ctx, func(n *Notes) []*aep.Event { return []*aep.Event{n.reject(f, rej, time.Now())} })
 		return
 	}
-	g.decide(sess, f, deadline)
+	g.decide(sess, f, arrived.Add(g.cfg.ReplyGuard))
 }
 
 // answerRemembered answers a command that a claiming conversation

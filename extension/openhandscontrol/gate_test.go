@@ -477,6 +477,27 @@ func TestASessionTwoServersClaimIsNeverRoutedToAGuess(t *testing.T) {
 	assert.Empty(t, dev.stub.Writes())
 }
 
+// TestClaimsFollowRegistrationOrder: the first claim, whose stream
+// carries a conflict's nack, is the first registered receiver's, whatever
+// order the gate's map of observers iterates in.
+func TestClaimsFollowRegistrationOrder(t *testing.T) {
+	ext, err := NewFactory().Create(context.Background(), extensiontest.NewNopSettings(componentType), gateConfig(false))
+	require.NoError(t, err)
+	g := ext.(*gate)
+	var want []string
+	for i := range 20 {
+		name := fmt.Sprint("server-", i)
+		want = append(want, name)
+		_, unregister := g.Register(observer{"s1": &fakeSession{server: Server{Name: name}}})
+		t.Cleanup(unregister)
+	}
+	var got []string
+	for _, s := range g.claims("s1") {
+		got = append(got, s.Server().Name)
+	}
+	assert.Equal(t, want, got)
+}
+
 func TestOneReceiverWithTwoClaimsRefusesToo(t *testing.T) {
 	prod := startGate(t, gateConfig(true), oh.StatusRunning)
 	dev := startGate(t, gateConfig(true), oh.StatusRunning)

@@ -111,6 +111,38 @@ func TestASecondRespondWhileSettlingIsRefused(t *testing.T) {
 	assert.Contains(t, rej.detail, "already settling")
 }
 
+// TestHoldWaitsForTheFlipAWrittenCommandAsksFor: a written pause or
+// interrupt holds back a pause, an interrupt only another interrupt (it
+// may escalate a pending pause), a resume only a resume.
+func TestHoldWaitsForTheFlipAWrittenCommandAsksFor(t *testing.T) {
+	limit := RateLimit{WritesPerSecond: 1, Burst: 10}
+	for _, tc := range []struct {
+		written, next string
+		busy          bool
+	}{
+		{typePause, typePause, true},
+		{typeInterrupt, typePause, true},
+		{typeInterrupt, typeInterrupt, true},
+		{typePause, typeInterrupt, false},
+		{typeResume, typeResume, true},
+		{typePause, typeResume, false},
+		{typeSendInput, typeSendInput, false},
+	} {
+		t.Run(tc.written+" then "+tc.next, func(t *testing.T) {
+			n := newNotes(&fakeView{status: statusRunning}, true)
+			*n.note(tc.written) = flight(tc.written)
+			rej := n.hold(flight(tc.next).cmd, limit)
+			if !tc.busy {
+				assert.Nil(t, rej)
+				return
+			}
+			require.NotNil(t, rej)
+			assert.Equal(t, reasonBusy, rej.reason)
+			assert.Contains(t, rej.detail, tc.written+" (command cmd-"+tc.written+") was written")
+		})
+	}
+}
+
 func TestDecorateLeavesTheMappingAloneWithoutAGate(t *testing.T) {
 	var n *Notes
 	out := mapped("state.delta", "attention.requested")

@@ -2,6 +2,7 @@ package openhandscontrol
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -32,7 +33,10 @@ func TestTransportFailureNamesNoAddress(t *testing.T) {
 		{"dial timeout", dial(&timeoutError{}), "timeout"},
 		{"shutting down", &url.Error{Op: "Post", URL: target, Err: context.Canceled}, "cancelled (the collector is shutting down)"},
 		{"DNS", dial(&net.DNSError{Err: "no such host", Name: "agents.internal", IsNotFound: true}), "host name not resolved"},
-		{"TLS", &url.Error{Op: "Post", URL: target, Err: x509.UnknownAuthorityError{}}, "TLS handshake failed"},
+		{"TLS unknown authority", &url.Error{Op: "Post", URL: target, Err: x509.UnknownAuthorityError{}}, "TLS handshake failed"},
+		{"TLS wrong host", &url.Error{Op: "Post", URL: target, Err: x509.HostnameError{Host: "10.1.2.3", Certificate: &x509.Certificate{}}}, "TLS handshake failed"},
+		{"TLS expired", &url.Error{Op: "Post", URL: target, Err: x509.CertificateInvalidError{Reason: x509.Expired, Cert: &x509.Certificate{}}}, "TLS handshake failed"},
+		{"TLS to a plaintext port", &url.Error{Op: "Post", URL: target, Err: tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}}, "TLS handshake failed"},
 		{"other", &url.Error{Op: "Post", URL: target, Err: errors.New("proxyconnect tcp: 10.1.2.3")}, "connection failed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -78,10 +78,7 @@ func Validate(endpoint string) error {
 // server: scheme and host lowercased, an IP address in its canonical form,
 // the scheme's default port dropped, the path without trailing slashes.
 func Key(u *url.URL) string {
-	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
-	if addr, err := netip.ParseAddr(host); err == nil {
-		host = addr.Unmap().String()
-	}
+	host := canonicalHost(u)
 	scheme := strings.ToLower(u.Scheme)
 	port := u.Port()
 	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
@@ -101,12 +98,23 @@ func Plaintext(endpoint string) bool {
 	if err != nil || !strings.EqualFold(u.Scheme, "http") {
 		return false
 	}
-	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	host := canonicalHost(u)
 	if host == "localhost" {
 		return false
 	}
 	addr, err := netip.ParseAddr(host)
-	return err != nil || !addr.Unmap().IsLoopback()
+	return err != nil || !addr.IsLoopback()
+}
+
+// canonicalHost is u's host as Key and Plaintext compare it: lowercased,
+// without a trailing dot, an IP address in its canonical form (an
+// IPv4-mapped IPv6 address as IPv4).
+func canonicalHost(u *url.URL) string {
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if addr, err := netip.ParseAddr(host); err == nil {
+		return addr.Unmap().String()
+	}
+	return host
 }
 
 // WarnPlaintext logs that what a component sends to endpoint (the value of

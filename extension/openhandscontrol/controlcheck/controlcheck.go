@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"go.opentelemetry.io/collector/component"
@@ -44,12 +45,7 @@ func (converter) Convert(_ context.Context, conf *confmap.Conf) error {
 	var errs []error
 	for _, c := range controlled {
 		section, _ := conf.Get(c.kind).(map[string]any)
-		keys := make([]string, 0, len(section))
-		for key := range section {
-			keys = append(keys, key)
-		}
-		slices.Sort(keys)
-		for _, key := range keys {
+		for _, key := range slices.Sorted(maps.Keys(section)) {
 			id, ok := parseID(key)
 			if !ok || id.Type().String() != c.typ {
 				continue

@@ -39,7 +39,7 @@ receivers:
   openhands/b:
     control: openhandscontrol/other
   otlp:
-    control: not-ours
+    control: openhandscontrol/other
 exporters:
   aeprelay:
     control: openhandscontrol

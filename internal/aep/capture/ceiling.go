@@ -10,9 +10,9 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/schema"
 )
 
-// CeilingCategories are the keys a configured ceiling may override: the
+// ceilingCategories are the keys a configured ceiling may override: the
 // registered type categories and x, the whole vendor plane.
-var CeilingCategories = append(slices.Clone(schema.Categories), "x")
+var ceilingCategories = append(slices.Clone(schema.Categories), "x")
 
 // CheckCeiling is the one check of a configured capture ceiling: a level
 // and per-category overrides keyed by the type's first token. Each error
@@ -23,8 +23,8 @@ func CheckCeiling(key string, level aep.Capture, categories map[string]aep.Captu
 		errs = append(errs, fmt.Errorf("%s.level: unknown level %q (want none, metadata, redacted or full)", key, level))
 	}
 	for _, category := range slices.Sorted(maps.Keys(categories)) {
-		if !slices.Contains(CeilingCategories, category) {
-			errs = append(errs, fmt.Errorf("%s.categories: unknown category %q (want one of %s)", key, category, strings.Join(CeilingCategories, ", ")))
+		if !slices.Contains(ceilingCategories, category) {
+			errs = append(errs, fmt.Errorf("%s.categories: unknown category %q (want one of %s)", key, category, strings.Join(ceilingCategories, ", ")))
 		}
 		if l := categories[category]; l.Rank() < 0 {
 			errs = append(errs, fmt.Errorf("%s.categories.%s: unknown level %q", key, category, l))

@@ -26,6 +26,7 @@ func TestCheckHonest(t *testing.T) {
 		{name: "redacted field at redacted", event: `{` + envelope + `,"type":"run.started","capture":"redacted","data":{"prompt":"fix it"}}`, want: "-"},
 		{name: "full field at redacted", event: `{` + envelope + `,"type":"tool.requested","capture":"redacted","data":{"tool":{"name":"Bash"},"args":{}}}`, want: "args", wantLvl: aep.CaptureFull, declared: aep.CaptureRedacted},
 		{name: "nested redacted field at metadata", event: `{` + envelope + `,"type":"tool.failed","capture":"metadata","data":{"tool":{"name":"Bash"},"error":{"type":"x","message":"boom"}}}`, want: "error.message", wantLvl: aep.CaptureRedacted, declared: aep.CaptureMetadata},
+		{name: "a field of array items at metadata", event: `{` + envelope + `,"type":"resource.citation.recorded","capture":"metadata","data":{"citations":[{"source":{"id":"d1"}},{"source":{"id":"d2"},"cited_text":"quoted"}]}}`, want: "citations[].cited_text", wantLvl: aep.CaptureFull, declared: aep.CaptureMetadata},
 		{name: "anything at full", event: `{` + envelope + `,"type":"tool.requested","capture":"full","data":{"tool":{"name":"Bash"},"args":{"command":"ls"}}}`, want: "-"},
 		{name: "vendor type fields count as metadata", event: `{` + envelope + `,"type":"x.acme.note.added","capture":"metadata","data":{"text":"hello"}}`, want: "-"},
 		{name: "unannotated field counts as metadata", event: `{` + envelope + `,"type":"run.started","capture":"metadata","data":{"vendor_ts":"t"}}`, want: "-"},

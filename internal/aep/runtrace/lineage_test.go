@@ -30,6 +30,8 @@ func TestDelegator(t *testing.T) {
 			Data: map[string]any{"tool": map[string]any{"name": "start_child_conversation", "call_id": "call-7"}}}, call, true},
 		{"no call named: the run", &aep.Event{Type: "delegation.subagent.started", Source: parentSource, Run: "run:p-1:1",
 			Data: map[string]any{"child": map[string]any{"session": "c-1"}}}, run, true},
+		{"an empty call id: the run", &aep.Event{Type: "delegation.subagent.started", Source: parentSource, Run: "run:p-1:1",
+			Data: map[string]any{"tool": map[string]any{"name": "start_child_conversation", "call_id": ""}}}, run, true},
 		{"no run", &aep.Event{Type: "delegation.subagent.started", Source: parentSource}, Position{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,6 +62,7 @@ func TestParentRun(t *testing.T) {
 		{"any other source is the parent's too", started("aep://h/agent/x",
 			map[string]any{"session": "p-1", "run": "run:p-1:2"}), parentRun("aep://h/agent/x"), true},
 		{"no parent run", started(childSource, map[string]any{"session": "p-1"}), Position{}, false},
+		{"no parent session", started(childSource, map[string]any{"run": "run:p-1:2"}), Position{}, false},
 		{"no parent", &aep.Event{Type: "session.started", Source: childSource, Session: "c-1"}, Position{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,9 +15,9 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
-// Registered returns the instruments register creates on the settings'
+// instruments returns the instruments register creates on the settings'
 // meter provider, in creation order.
-func Registered(t testing.TB, register func(component.TelemetrySettings) error) []sdkmetric.Instrument {
+func instruments(t testing.TB, register func(component.TelemetrySettings) error) []sdkmetric.Instrument {
 	t.Helper()
 	var registered []sdkmetric.Instrument
 	// The SDK applies views when an instrument is created, whether or not
@@ -34,10 +34,10 @@ func Registered(t testing.TB, register func(component.TelemetrySettings) error) 
 	return registered
 }
 
-// READMEMetrics returns the metric names in the metrics table of the
+// readmeMetrics returns the metric names in the metrics table of the
 // README at path: the first cell of every row that starts with a
 // backquoted name beginning with prefix, without its {attributes}.
-func READMEMetrics(t testing.TB, path, prefix string) []string {
+func readmeMetrics(t testing.TB, path, prefix string) []string {
 	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)
@@ -63,13 +63,13 @@ func READMEMetrics(t testing.TB, path, prefix string) []string {
 func RequireREADMEMatches[T any](t testing.TB, prefix string, newTelemetry func(component.TelemetrySettings) (T, error)) {
 	t.Helper()
 	var registered []string
-	for _, i := range Registered(t, func(set component.TelemetrySettings) error {
+	for _, i := range instruments(t, func(set component.TelemetrySettings) error {
 		_, err := newTelemetry(set)
 		return err
 	}) {
 		registered = append(registered, i.Name)
 	}
-	documented := READMEMetrics(t, "README.md", prefix)
+	documented := readmeMetrics(t, "README.md", prefix)
 	slices.Sort(registered)
 	slices.Sort(documented)
 	require.NotEmpty(t, registered)
