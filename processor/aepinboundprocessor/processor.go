@@ -280,7 +280,7 @@ func (b *batch) records(st *sessionState) plog.LogRecordSlice {
 // the ceiling discloses it (redacted and above), else source_host.
 func (p *aepInbound) sourceHost(rec vendormap.Record) string {
 	if p.opts.Ceiling.Allows(aep.CaptureRedacted) {
-		if h := vendormap.HostName(rec); len(h) <= 253 && hostName.MatchString(h) {
+		if h := vendormap.HostName(rec); isHostName(h) {
 			return h
 		}
 	}

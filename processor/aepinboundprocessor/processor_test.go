@@ -3,6 +3,7 @@ package aepinboundprocessor
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -287,17 +288,21 @@ func TestEvictedSessionContinuesInALaterEpoch(t *testing.T) {
 }
 
 func TestSourceHostDisclosedFromRedacted(t *testing.T) {
+	// Labels of 63 bytes each, 255 bytes in all: past a DNS name's 253.
+	tooLong := strings.Repeat(strings.Repeat("a", 63)+".", 3) + strings.Repeat("a", 63)
 	for _, tc := range []struct {
+		name  string
 		level aep.Capture
 		host  any
 		want  string
 	}{
-		{aep.CaptureMetadata, "ws-7", "otelcol"},
-		{aep.CaptureRedacted, "ws-7", "ws-7"},
-		{aep.CaptureFull, "evil/../host", "otelcol"},
-		{aep.CaptureFull, int64(7), "otelcol"},
+		{"metadata hides it", aep.CaptureMetadata, "ws-7", "otelcol"},
+		{"redacted discloses it", aep.CaptureRedacted, "ws-7", "ws-7"},
+		{"not a host name", aep.CaptureFull, "evil/../host", "otelcol"},
+		{"longer than a DNS name", aep.CaptureFull, tooLong, "otelcol"},
+		{"not a string", aep.CaptureFull, int64(7), "otelcol"},
 	} {
-		t.Run(string(tc.level), func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			sink := new(consumertest.LogsSink)
 			p := newTestProcessor(t, sink, func(cfg *Config) { cfg.Capture.Level = tc.level })
 			e := newExport()
