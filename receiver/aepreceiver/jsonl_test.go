@@ -87,6 +87,7 @@ func TestJSONLTailsSessionLogs(t *testing.T) {
 	h.stopReceiver()
 
 	assert.Equal(t, int64(2), h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonVersion)))
+	assert.Equal(t, 1, h.logs.FilterMessageSnippet("unsupported AEP version").Len(), "reported once per file")
 	assert.Equal(t, int64(1), h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonInvalid)))
 	assert.Equal(t, int64(1), h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonCommand)))
 	assert.Equal(t, int64(4), h.counter("otelcol_aepreceiver_events_accepted"))
