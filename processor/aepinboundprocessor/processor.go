@@ -255,7 +255,7 @@ func (p *aepInbound) session(ctx context.Context, key sessionKey, rec vendormap.
 			return nil, err
 		}
 	}
-	st, evicted := p.sessions.add(key, sourceURI(p.sourceHost(rec), key.vendor, key.session), restored)
+	st, evicted := p.sessions.add(key, aep.SessionSource(p.sourceHost(rec), string(key.vendor), key.session), restored)
 	if evicted {
 		p.tel.evicted.Add(ctx, 1)
 	}

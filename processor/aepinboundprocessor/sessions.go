@@ -2,7 +2,6 @@ package aepinboundprocessor // import "github.com/otelcol-openhands/otelcol-open
 
 import (
 	"container/list"
-	"net/url"
 	"time"
 
 	"github.com/otelcol-openhands/otelcol-openhands/processor/aepinboundprocessor/internal/vendormap"
@@ -91,10 +90,4 @@ func (t *sessionTable) add(key sessionKey, source string, restored *storedPositi
 	st.elem = t.recent.PushFront(st)
 	t.byKey[key] = st
 	return st, evicted
-}
-
-// sourceURI is the session-scoped source,
-// aep://{host}/agent/{agent}/session/{session}.
-func sourceURI(host string, v vendormap.Vendor, session string) string {
-	return "aep://" + host + "/agent/" + url.PathEscape(string(v)) + "/session/" + url.PathEscape(session)
 }

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 )
 
 // epochBase is 2025-01-01T00:00:00Z. Epochs count seconds from it, so they
@@ -49,5 +49,5 @@ func (c *epochClock) next() int64 {
 // emitter, never a second account in the old one. The epoch in the source
 // makes it so, and makes every id it derives differ from the old ones.
 func sessionSource(hostPort, agent, conversationID string, epoch int64) string {
-	return mapping.SourceURI(hostPort, agent, conversationID) + "?epoch=" + strconv.FormatInt(epoch, 10)
+	return aep.SessionSource(hostPort, agent, conversationID) + "?epoch=" + strconv.FormatInt(epoch, 10)
 }
