@@ -121,7 +121,7 @@ func (t *tailer) round(ctx context.Context) {
 	}
 	slices.Sort(paths)
 	for path := range t.files {
-		if !slices.Contains(paths, path) {
+		if _, listed := slices.BinarySearch(paths, path); !listed {
 			delete(t.files, path) // removed; its stored offset stays, in case it comes back
 		}
 	}
