@@ -336,8 +336,9 @@ func TestInternalMetrics(t *testing.T) {
 	addRecord(lrs, t0, codexAttrs("conv-a", "codex.api_request", nil))
 	addRecord(lrs, t0, codexAttrs("conv-b", "codex.tool_decision", map[string]any{"tool_name": "shell", "decision": "approved", "source": "user"}))
 	addRecord(lrs, t0, map[string]any{"event.name": "codex.api_request"})
+	addRecord(lrs, t0, codexAttrs(strings.Repeat("c", maxSessionBytes+1), "codex.api_request", nil))
 	require.NoError(t, p.ConsumeLogs(context.Background(), e.ld))
-	for outcome, want := range map[string]int64{outcomeMapped: 1, outcomeSkipped: 1, outcomeNoSession: 1} {
+	for outcome, want := range map[string]int64{outcomeMapped: 1, outcomeSkipped: 1, outcomeNoSession: 2} {
 		assert.Equal(t, want, telemetrytest.Counter(t, tel, "otelcol_aepinbound_records",
 			attribute.String("agent", "codex"), attribute.String("outcome", outcome)), outcome)
 	}
