@@ -20,6 +20,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/capture"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/epoch"
 	"github.com/otelcol-openhands/otelcol-openhands/processor/aepinboundprocessor/internal/vendormap"
 )
 
@@ -72,7 +73,7 @@ func newProcessor(id component.ID, cfg *Config, set component.TelemetrySettings,
 		tel:      tel,
 		logger:   set.Logger,
 		now:      time.Now,
-		sessions: newSessionTable(cfg.MaxSessions, &epochClock{now: time.Now}),
+		sessions: newSessionTable(cfg.MaxSessions, epoch.Process),
 	}, nil
 }
 

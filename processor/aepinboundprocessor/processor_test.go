@@ -22,6 +22,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/schema"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/epoch"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/stream"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/telemetrytest"
 )
@@ -268,8 +269,8 @@ func TestPrimaryOutcomes(t *testing.T) {
 func TestEvictedSessionContinuesInALaterEpoch(t *testing.T) {
 	sink := new(consumertest.LogsSink)
 	p := newTestProcessor(t, sink, func(cfg *Config) { cfg.MaxSessions = 1 })
-	clock := t0
-	p.sessions.epochs.now = func() time.Time { return clock }
+	// A fixed clock: only the evictions move the epoch.
+	p.sessions = newSessionTable(p.cfg.MaxSessions, epoch.NewClock(func() time.Time { return t0 }))
 	var checker stream.Checker
 	for i, conv := range []string{"conv-a", "conv-b", "conv-a"} {
 		e := newExport()
@@ -343,4 +344,19 @@ func TestInternalMetrics(t *testing.T) {
 			attribute.String("agent", "codex"), attribute.String("outcome", outcome)), outcome)
 	}
 	assert.Equal(t, int64(1), telemetrytest.Counter(t, tel, "otelcol_aepinbound_sessions_evicted"))
+}
+
+// TestReloadStartsALaterEpoch: a processor rebuilt within the second its
+// predecessor started in (a config reload, no storage) continues a session
+// at seq 0 in a later epoch, never at a position the predecessor used.
+func TestReloadStartsALaterEpoch(t *testing.T) {
+	var checker stream.Checker
+	for i, name := range []string{"codex.api_request", "codex.sse_event"} {
+		sink := new(consumertest.LogsSink)
+		p := newTestProcessor(t, sink, nil)
+		e := newExport()
+		addRecord(e.resource(codexResource()), t0.Add(time.Duration(i)*time.Second), codexAttrs("conv-a", name, nil))
+		require.NoError(t, p.ConsumeLogs(context.Background(), e.ld))
+		checkStream(t, &checker, aepEvents(t, sink.AllLogs()[0]))
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/epoch"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/hosttest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/stream"
 )
@@ -48,7 +49,7 @@ func TestStoredPositionsSurviveRestarts(t *testing.T) {
 					}
 				})
 				// A process clock: each run starts a second later.
-				p.sessions = newSessionTable(p.cfg.MaxSessions, &epochClock{now: func() time.Time { return clock }})
+				p.sessions = newSessionTable(p.cfg.MaxSessions, epoch.NewClock(func() time.Time { return clock }))
 				clock = clock.Add(time.Second)
 				require.NoError(t, p.Start(context.Background(), host))
 				for i, name := range []string{"codex.conversation_starts", "codex.api_request"} {
