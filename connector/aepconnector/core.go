@@ -24,7 +24,8 @@ type core struct {
 	tracker *tracker
 }
 
-func newCore(cfg *Config, set component.TelemetrySettings) (*core, error) {
+// newCore builds the shared core; countCalls keeps runs' call counts.
+func newCore(cfg *Config, set component.TelemetrySettings, countCalls bool) (*core, error) {
 	tel, err := newTelemetry(set)
 	if err != nil {
 		return nil, err
@@ -33,6 +34,7 @@ func newCore(cfg *Config, set component.TelemetrySettings) (*core, error) {
 	c.tracker = newTracker(cfg.OpenSpans, func(reason string) {
 		tel.evicted.Add(context.Background(), 1, metric.WithAttributes(attribute.String("reason", reason)))
 	})
+	c.tracker.countCalls = countCalls
 	return c, nil
 }
 

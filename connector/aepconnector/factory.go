@@ -28,7 +28,7 @@ func createDefaultConfig() component.Config {
 }
 
 func createLogsToTraces(_ context.Context, set connector.Settings, cfg component.Config, next consumer.Traces) (connector.Logs, error) {
-	core, err := newCore(cfg.(*Config), set.TelemetrySettings)
+	core, err := newCore(cfg.(*Config), set.TelemetrySettings, false)
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +37,8 @@ func createLogsToTraces(_ context.Context, set connector.Settings, cfg component
 
 func createLogsToMetrics(_ context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Logs, error) {
 	c := cfg.(*Config)
-	core, err := newCore(c, set.TelemetrySettings)
+	latest := latestGenAIOptedIn()
+	core, err := newCore(c, set.TelemetrySettings, latest)
 	if err != nil {
 		return nil, err
 	}
@@ -47,6 +48,6 @@ func createLogsToMetrics(_ context.Context, set connector.Settings, cfg componen
 		maxSeries: c.MaxSeries,
 		now:       time.Now,
 		series:    make(map[string]*series),
-		latest:    latestGenAIOptedIn(),
+		latest:    latest,
 	}, nil
 }

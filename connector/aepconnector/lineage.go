@@ -3,15 +3,13 @@ package aepconnector // import "github.com/otelcol-openhands/otelcol-openhands/c
 import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/runtrace"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/recent"
 )
 
 // maxLinkedSessions bounds the child sessions whose parent span the
 // connector remembers; past it the oldest link is forgotten, and that
 // child's later runs are traces of their own.
 const maxLinkedSessions = 10000
-
-// childKey names a child session.
-type childKey struct{ agent, session string }
 
 // link is the span a child session's runs go under.
 type link struct {
@@ -27,11 +25,15 @@ type link struct {
 // Delegator and ParentRun). A child run ended before its link was seen
 // keeps a trace of its own. It is not safe for concurrent use.
 type lineage struct {
-	links map[childKey]link
-	order []childKey // oldest first, for the bound
+	// links is keyed by childKey; a pointer, so that a known link can be
+	// replaced in place.
+	links recent.Window[*link]
 }
 
-func newLineage() *lineage { return &lineage{links: make(map[childKey]link)} }
+func newLineage() *lineage { return &lineage{links: recent.New[*link](maxLinkedSessions)} }
+
+// childKey names a child session.
+func childKey(agent, session string) string { return agent + "\x00" + session }
 
 // note learns a link from delegation.subagent.started (the delegating tool
 // call, else the parent's run) or from a child's session.started (the
@@ -46,35 +48,30 @@ func (l *lineage) note(ev *aep.Event) {
 			agent = ev.Agent
 		}
 		if pos, ok := runtrace.Delegator(ev); ok && session != "" {
-			l.put(childKey{agent, session}, link{pos.TraceID, pos.SpanID, pos.Kind == runtrace.KindTool})
+			l.put(childKey(agent, session), link{pos.TraceID, pos.SpanID, pos.Kind == runtrace.KindTool})
 		}
 	case "session.started":
 		if pos, ok := runtrace.ParentRun(ev); ok {
-			l.put(childKey{ev.Agent, ev.Session}, link{pos.TraceID, pos.SpanID, false})
+			l.put(childKey(ev.Agent, ev.Session), link{pos.TraceID, pos.SpanID, false})
 		}
 	}
 }
 
-func (l *lineage) put(k childKey, to link) {
-	if old, known := l.links[k]; known {
+func (l *lineage) put(key string, to link) {
+	if old := l.links.Get(key); old != nil {
 		if !old.byTool || to.byTool {
-			l.links[k] = to
+			*old = to
 		}
 		return
 	}
-	if len(l.order) >= maxLinkedSessions {
-		delete(l.links, l.order[0])
-		l.order = l.order[1:]
-	}
-	l.links[k] = to
-	l.order = append(l.order, k)
+	l.links.Put(key, &to)
 }
 
 // place moves an operation of a linked child session into its parent's
 // trace, a run under the delegating span.
 func (l *lineage) place(op *operation) {
-	to, ok := l.links[childKey{op.terminal.Agent, op.terminal.Session}]
-	if !ok {
+	to := l.links.Get(childKey(op.terminal.Agent, op.terminal.Session))
+	if to == nil {
 		return
 	}
 	op.pos.TraceID = to.trace

@@ -29,8 +29,12 @@ func (d delegated) parentCall(typ string, offset time.Duration) *aep.Event {
 }
 
 func (d delegated) delegation() *aep.Event {
+	return d.delegationOf(map[string]any{"session": "c", "agent": "openhands"})
+}
+
+func (d delegated) delegationOf(child map[string]any) *aep.Event {
 	return d.event("p", "delegation.subagent.started", "run:p:1", 2*time.Second, map[string]any{
-		"child": map[string]any{"session": "c", "agent": "openhands"},
+		"child": child,
 		"tool":  map[string]any{"name": "start_child_conversation", "call_id": "call-c"},
 	})
 }
@@ -70,6 +74,7 @@ func TestDelegatedRunsJoinTheParentTrace(t *testing.T) {
 	}{
 		{"the delegating call, the child seen after it", concat(parentStart, []*aep.Event{d.delegation(), d.childStarted(withRun)}, d.childRun(), parentEnd), "execute_tool start_child_conversation"},
 		{"the delegating call, the child's session started first", concat(parentStart, []*aep.Event{d.childStarted(withRun), d.delegation()}, d.childRun(), parentEnd), "execute_tool start_child_conversation"},
+		{"the delegating call, the child's agent left to the parent's", concat(parentStart, []*aep.Event{d.delegationOf(map[string]any{"session": "c"})}, d.childRun(), parentEnd), "execute_tool start_child_conversation"},
 		{"the parent run, when only session.started names it", concat(parentStart, []*aep.Event{d.childStarted(withRun)}, d.childRun(), parentEnd), "invoke_agent openhands"},
 		{"a trace of its own, when the parent's run is not known", concat(parentStart, []*aep.Event{d.childStarted(map[string]any{"session": "p"})}, d.childRun(), parentEnd), ""},
 		{"a trace of its own, when the child run ended before the link", concat(parentStart, d.childRun(), []*aep.Event{d.delegation()}, parentEnd), ""},

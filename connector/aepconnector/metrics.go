@@ -108,12 +108,10 @@ func (c *metricsConnector) ConsumeLogs(ctx context.Context, ld plog.Logs) error 
 type recordFunc func(def *metricDef, agent string, v float64, attrs ...label)
 
 // recordOperation records an ended operation's duration, and for a run its
-// token usage and cost. An operation whose start is unknown has no
-// duration to record.
+// token usage and cost; opted in, the current conventions' metrics too
+// (semconv.go). An operation whose start is unknown has no duration to
+// record.
 func (c *metricsConnector) recordOperation(o *operation, record recordFunc) {
-	if c.latest {
-		recordLatest(o, record)
-	}
 	ev := o.terminal
 	seconds := o.end.Sub(o.start).Seconds()
 	switch o.pos.Kind {
@@ -124,14 +122,17 @@ func (c *metricsConnector) recordOperation(o *operation, record recordFunc) {
 		return
 	case runtrace.KindTool:
 		if o.startKnown {
-			record(metricOperationDuration, ev.Agent, seconds, label{attrOperationName, operationExecuteTool},
+			c.recordDuration(record, metricExecuteToolDuration, ev.Agent, seconds, label{attrOperationName, operationExecuteTool},
 				label{attrToolName, o.toolName()}, label{attrOutcome, o.outcome()}, label{attrErrorType, o.errorType()})
 		}
 		return
 	}
 	if o.startKnown {
-		record(metricOperationDuration, ev.Agent, seconds, label{attrOperationName, operationInvokeAgent},
+		c.recordDuration(record, metricInvokeAgentDuration, ev.Agent, seconds, label{attrOperationName, operationInvokeAgent},
 			label{attrOutcome, o.outcome()}, label{attrErrorType, o.errorType()})
+	}
+	if c.latest {
+		recordCallCounts(o, record)
 	}
 	for _, tt := range []struct{ attr, tokenType string }{{attrInputTokens, "input"}, {attrOutputTokens, "output"}} {
 		if n, ok := tokens(ev, tt.attr); ok {
@@ -144,6 +145,17 @@ func (c *metricsConnector) recordOperation(o *operation, record recordFunc) {
 			record(metricRunCost, ev.Agent, total, label{attrCostCurrency, currency})
 		}
 	}
+}
+
+// recordDuration records an operation's duration in
+// gen_ai.client.operation.duration and, opted in, in latest, the current
+// conventions' duration metric of its kind, under the same labels.
+func (c *metricsConnector) recordDuration(record recordFunc, latest *metricDef, agent string, seconds float64, labels ...label) {
+	if c.latest {
+		// seriesFor sorts the labels in place and keeps them: latest's own copy.
+		record(latest, agent, seconds, slices.Clone(labels)...)
+	}
+	record(metricOperationDuration, agent, seconds, labels...)
 }
 
 // seriesFor finds or creates the series; nil when max_series is reached.

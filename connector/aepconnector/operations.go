@@ -79,6 +79,9 @@ type tracker struct {
 	ttl     time.Duration
 	now     func() time.Time
 	evicted func(reason string)
+	// countCalls keeps runs' call counts (runcounts.go), which only the
+	// latest conventions' metrics report.
+	countCalls bool
 
 	open  map[openKey]*list.Element // of *openStart
 	order list.List                 // oldest first
@@ -155,7 +158,7 @@ func (t *tracker) start(pos runtrace.Position, ev *aep.Event, at time.Time) {
 	s := &openStart{key: key, pos: pos, at: at, seen: t.now(), run: ev.Run}
 	if pos.Kind != runtrace.KindRun {
 		s.start = ev
-	} else {
+	} else if t.countCalls {
 		s.calls = newCallCounts()
 	}
 	e := t.order.PushBack(s)

@@ -24,10 +24,11 @@ func newCallCounts() *callCounts {
 	return &callCounts{tools: make(map[[8]byte]struct{}), steps: make(map[string]struct{})}
 }
 
-// countInRun adds ev to the counts of its run, when the run's start was
-// seen (a run joined midway has no complete count).
+// countInRun adds ev to the counts of its run, when the tracker keeps
+// counts and the run's start was seen (a run joined midway has no
+// complete count).
 func (t *tracker) countInRun(pos runtrace.Position, key openKey, ev *aep.Event) {
-	if ev.Run == "" {
+	if !t.countCalls || ev.Run == "" {
 		return
 	}
 	runSpan := pos.SpanID

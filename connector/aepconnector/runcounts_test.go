@@ -37,6 +37,7 @@ func TestRunCounts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := newTracker(createDefaultConfig().(*Config).OpenSpans, func(string) {})
+			tr.countCalls = true
 			if tc.started {
 				tr.observe(runEvent("run.started"), at)
 			}
@@ -54,6 +55,35 @@ func TestRunCounts(t *testing.T) {
 				assert.Equal(t, tc.calls, tools)
 				assert.Equal(t, (tc.calls+1)/2, inferences)
 			}
+		})
+	}
+}
+
+// TestRunCountsOnlyWhereReported: only a metrics connector opted in to the
+// latest conventions reports call counts, so only it keeps them; the
+// traces connector and one not opted in spend nothing on them.
+func TestRunCountsOnlyWhereReported(t *testing.T) {
+	for _, tc := range []struct {
+		name, env string
+		counted   bool
+	}{
+		{"not opted in", "", false},
+		{"opted in", semconvGenAILatest, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(semconvOptInEnv, tc.env)
+			h := newHarness(t, nil)
+			h.feed(t, runWithCalls()[:2]...) // run.started, a tool call
+			counts := func(c *core) bool {
+				for e := c.tracker.order.Front(); e != nil; e = e.Next() {
+					if e.Value.(*openStart).calls != nil {
+						return true
+					}
+				}
+				return false
+			}
+			assert.False(t, counts(h.traces.(*tracesConnector).core), "traces")
+			assert.Equal(t, tc.counted, counts(h.metrics.(*metricsConnector).core), "metrics")
 		})
 	}
 }

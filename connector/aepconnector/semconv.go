@@ -3,8 +3,6 @@ package aepconnector // import "github.com/otelcol-openhands/otelcol-openhands/c
 import (
 	"os"
 	"strings"
-
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/runtrace"
 )
 
 // The GenAI conventions' transition plan: instrumentations keep the names
@@ -42,28 +40,13 @@ var (
 		"Model calls an agent run made: the distinct steps (model responses) its events carry.", "{inference_call}", callBounds}
 )
 
-// recordLatest records an ended operation in the current conventions'
-// agent metrics. Durations need a known start, as today's do; the call
-// counts need the run's start seen by this connector (callCounts).
-func recordLatest(o *operation, record recordFunc) {
-	ev := o.terminal
-	seconds := o.end.Sub(o.start).Seconds()
-	switch o.pos.Kind {
-	case runtrace.KindTool:
-		if o.startKnown {
-			record(metricExecuteToolDuration, ev.Agent, seconds, label{attrOperationName, operationExecuteTool},
-				label{attrToolName, o.toolName()}, label{attrOutcome, o.outcome()}, label{attrErrorType, o.errorType()})
-		}
-	case runtrace.KindRun:
-		if o.startKnown {
-			record(metricInvokeAgentDuration, ev.Agent, seconds, label{attrOperationName, operationInvokeAgent},
-				label{attrOutcome, o.outcome()}, label{attrErrorType, o.errorType()})
-		}
-		if n, ok := o.calls.toolCalls(); ok {
-			record(metricInvokeAgentToolCalls, ev.Agent, float64(n), label{attrOperationName, operationInvokeAgent})
-		}
-		if n, ok := o.calls.inferenceCalls(); ok {
-			record(metricInvokeAgentInferenceCalls, ev.Agent, float64(n), label{attrOperationName, operationInvokeAgent})
-		}
+// recordCallCounts records a run's call counts, which need the run's start
+// seen by this connector (callCounts).
+func recordCallCounts(o *operation, record recordFunc) {
+	if n, ok := o.calls.toolCalls(); ok {
+		record(metricInvokeAgentToolCalls, o.terminal.Agent, float64(n), label{attrOperationName, operationInvokeAgent})
+	}
+	if n, ok := o.calls.inferenceCalls(); ok {
+		record(metricInvokeAgentInferenceCalls, o.terminal.Agent, float64(n), label{attrOperationName, operationInvokeAgent})
 	}
 }

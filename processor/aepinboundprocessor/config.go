@@ -47,9 +47,11 @@ type CaptureConfig struct {
 	Level aep.Capture `mapstructure:"level"`
 }
 
-// hostName is a DNS name or an IPv4 address: what an AEP source's
-// authority may carry without escaping.
-var hostName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)
+var hostLabels = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)
+
+// isHostName reports a DNS name (at most 253 bytes) or an IPv4 address:
+// what an AEP source's authority may carry without escaping.
+func isHostName(s string) bool { return len(s) <= 253 && hostLabels.MatchString(s) }
 
 // Validate checks the configuration; every message names its key.
 func (cfg *Config) Validate() error {
@@ -70,7 +72,7 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("mode: must be companion or primary, got %q", cfg.Mode))
 	}
 	errs = append(errs, capture.CheckCeiling("capture", cfg.Capture.Level, nil)...)
-	if len(cfg.SourceHost) > 253 || !hostName.MatchString(cfg.SourceHost) {
+	if !isHostName(cfg.SourceHost) {
 		errs = append(errs, fmt.Errorf("source_host: %q is not a host name", cfg.SourceHost))
 	}
 	if cfg.MaxSessions < 1 {

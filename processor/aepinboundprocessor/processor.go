@@ -20,6 +20,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/capture"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/epoch"
 	"github.com/otelcol-openhands/otelcol-openhands/processor/aepinboundprocessor/internal/vendormap"
 )
 
@@ -72,7 +73,7 @@ func newProcessor(id component.ID, cfg *Config, set component.TelemetrySettings,
 		tel:      tel,
 		logger:   set.Logger,
 		now:      time.Now,
-		sessions: newSessionTable(cfg.MaxSessions, &epochClock{now: time.Now}),
+		sessions: newSessionTable(cfg.MaxSessions, epoch.Process),
 	}, nil
 }
 
@@ -255,7 +256,7 @@ func (p *aepInbound) session(ctx context.Context, key sessionKey, rec vendormap.
 			return nil, err
 		}
 	}
-	st, evicted := p.sessions.add(key, sourceURI(p.sourceHost(rec), key.vendor, key.session), restored)
+	st, evicted := p.sessions.add(key, aep.SessionSource(p.sourceHost(rec), string(key.vendor), key.session), restored)
 	if evicted {
 		p.tel.evicted.Add(ctx, 1)
 	}
@@ -280,7 +281,7 @@ func (b *batch) records(st *sessionState) plog.LogRecordSlice {
 // the ceiling discloses it (redacted and above), else source_host.
 func (p *aepInbound) sourceHost(rec vendormap.Record) string {
 	if p.opts.Ceiling.Allows(aep.CaptureRedacted) {
-		if h := vendormap.HostName(rec); len(h) <= 253 && hostName.MatchString(h) {
+		if h := vendormap.HostName(rec); isHostName(h) {
 			return h
 		}
 	}

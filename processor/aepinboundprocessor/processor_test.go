@@ -3,6 +3,7 @@ package aepinboundprocessor
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/schema"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/epoch"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/stream"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/telemetrytest"
 )
@@ -267,8 +269,8 @@ func TestPrimaryOutcomes(t *testing.T) {
 func TestEvictedSessionContinuesInALaterEpoch(t *testing.T) {
 	sink := new(consumertest.LogsSink)
 	p := newTestProcessor(t, sink, func(cfg *Config) { cfg.MaxSessions = 1 })
-	clock := t0
-	p.sessions.epochs.now = func() time.Time { return clock }
+	// A fixed clock: only the evictions move the epoch.
+	p.sessions = newSessionTable(p.cfg.MaxSessions, epoch.NewClock(func() time.Time { return t0 }))
 	var checker stream.Checker
 	for i, conv := range []string{"conv-a", "conv-b", "conv-a"} {
 		e := newExport()
@@ -287,17 +289,21 @@ func TestEvictedSessionContinuesInALaterEpoch(t *testing.T) {
 }
 
 func TestSourceHostDisclosedFromRedacted(t *testing.T) {
+	// Labels of 63 bytes each, 255 bytes in all: past a DNS name's 253.
+	tooLong := strings.Repeat(strings.Repeat("a", 63)+".", 3) + strings.Repeat("a", 63)
 	for _, tc := range []struct {
+		name  string
 		level aep.Capture
 		host  any
 		want  string
 	}{
-		{aep.CaptureMetadata, "ws-7", "otelcol"},
-		{aep.CaptureRedacted, "ws-7", "ws-7"},
-		{aep.CaptureFull, "evil/../host", "otelcol"},
-		{aep.CaptureFull, int64(7), "otelcol"},
+		{"metadata hides it", aep.CaptureMetadata, "ws-7", "otelcol"},
+		{"redacted discloses it", aep.CaptureRedacted, "ws-7", "ws-7"},
+		{"not a host name", aep.CaptureFull, "evil/../host", "otelcol"},
+		{"longer than a DNS name", aep.CaptureFull, tooLong, "otelcol"},
+		{"not a string", aep.CaptureFull, int64(7), "otelcol"},
 	} {
-		t.Run(string(tc.level), func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			sink := new(consumertest.LogsSink)
 			p := newTestProcessor(t, sink, func(cfg *Config) { cfg.Capture.Level = tc.level })
 			e := newExport()
@@ -331,10 +337,26 @@ func TestInternalMetrics(t *testing.T) {
 	addRecord(lrs, t0, codexAttrs("conv-a", "codex.api_request", nil))
 	addRecord(lrs, t0, codexAttrs("conv-b", "codex.tool_decision", map[string]any{"tool_name": "shell", "decision": "approved", "source": "user"}))
 	addRecord(lrs, t0, map[string]any{"event.name": "codex.api_request"})
+	addRecord(lrs, t0, codexAttrs(strings.Repeat("c", maxSessionBytes+1), "codex.api_request", nil))
 	require.NoError(t, p.ConsumeLogs(context.Background(), e.ld))
-	for outcome, want := range map[string]int64{outcomeMapped: 1, outcomeSkipped: 1, outcomeNoSession: 1} {
+	for outcome, want := range map[string]int64{outcomeMapped: 1, outcomeSkipped: 1, outcomeNoSession: 2} {
 		assert.Equal(t, want, telemetrytest.Counter(t, tel, "otelcol_aepinbound_records",
 			attribute.String("agent", "codex"), attribute.String("outcome", outcome)), outcome)
 	}
 	assert.Equal(t, int64(1), telemetrytest.Counter(t, tel, "otelcol_aepinbound_sessions_evicted"))
+}
+
+// TestReloadStartsALaterEpoch: a processor rebuilt within the second its
+// predecessor started in (a config reload, no storage) continues a session
+// at seq 0 in a later epoch, never at a position the predecessor used.
+func TestReloadStartsALaterEpoch(t *testing.T) {
+	var checker stream.Checker
+	for i, name := range []string{"codex.api_request", "codex.sse_event"} {
+		sink := new(consumertest.LogsSink)
+		p := newTestProcessor(t, sink, nil)
+		e := newExport()
+		addRecord(e.resource(codexResource()), t0.Add(time.Duration(i)*time.Second), codexAttrs("conv-a", name, nil))
+		require.NoError(t, p.ConsumeLogs(context.Background(), e.ld))
+		checkStream(t, &checker, aepEvents(t, sink.AllLogs()[0]))
+	}
 }

@@ -2,28 +2,10 @@ package aepinboundprocessor // import "github.com/otelcol-openhands/otelcol-open
 
 import (
 	"container/list"
-	"net/url"
-	"time"
 
+	"github.com/otelcol-openhands/otelcol-openhands/internal/epoch"
 	"github.com/otelcol-openhands/otelcol-openhands/processor/aepinboundprocessor/internal/vendormap"
 )
-
-// epochBase is 2025-01-01T00:00:00Z, the base the openhands receiver's
-// epochs count seconds from too.
-var epochBase = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// epochClock hands out epochs that never repeat within the process and
-// move forward across restarts: the current second since epochBase, or one
-// past the last epoch handed out when that is later.
-type epochClock struct {
-	last int64
-	now  func() time.Time
-}
-
-func (c *epochClock) next() int64 {
-	c.last = max(int64(c.now().Sub(epochBase)/time.Second), c.last+1)
-	return c.last
-}
 
 type sessionKey struct {
 	vendor  vendormap.Vendor
@@ -50,17 +32,17 @@ type sessionTable struct {
 	limit   int
 	byKey   map[sessionKey]*sessionState
 	recent  *list.List // front: most recently seen
-	epochs  *epochClock
+	epochs  *epoch.Clock
 	current int64 // the epoch new sessions start in
 }
 
-func newSessionTable(limit int, epochs *epochClock) *sessionTable {
+func newSessionTable(limit int, epochs *epoch.Clock) *sessionTable {
 	return &sessionTable{
 		limit:   limit,
 		byKey:   make(map[sessionKey]*sessionState),
 		recent:  list.New(),
 		epochs:  epochs,
-		current: epochs.next(),
+		current: epochs.Next(),
 	}
 }
 
@@ -80,7 +62,7 @@ func (t *sessionTable) add(key sessionKey, source string, restored *storedPositi
 		oldest := t.recent.Remove(t.recent.Back()).(*sessionState)
 		delete(t.byKey, oldest.key)
 		if oldest.epoch == t.current {
-			t.current = t.epochs.next()
+			t.current = t.epochs.Next()
 		}
 		evicted = true
 	}
@@ -91,10 +73,4 @@ func (t *sessionTable) add(key sessionKey, source string, restored *storedPositi
 	st.elem = t.recent.PushFront(st)
 	t.byKey[key] = st
 	return st, evicted
-}
-
-// sourceURI is the session-scoped source,
-// aep://{host}/agent/{agent}/session/{session}.
-func sourceURI(host string, v vendormap.Vendor, session string) string {
-	return "aep://" + host + "/agent/" + url.PathEscape(string(v)) + "/session/" + url.PathEscape(session)
 }

@@ -2,6 +2,7 @@ package aepinboundprocessor
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -9,9 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/epoch"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/hosttest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/stream"
 )
@@ -44,7 +49,7 @@ func TestStoredPositionsSurviveRestarts(t *testing.T) {
 					}
 				})
 				// A process clock: each run starts a second later.
-				p.sessions = newSessionTable(p.cfg.MaxSessions, &epochClock{now: func() time.Time { return clock }})
+				p.sessions = newSessionTable(p.cfg.MaxSessions, epoch.NewClock(func() time.Time { return clock }))
 				clock = clock.Add(time.Second)
 				require.NoError(t, p.Start(context.Background(), host))
 				for i, name := range []string{"codex.conversation_starts", "codex.api_request"} {
@@ -76,4 +81,61 @@ func TestStorageMisconfigured(t *testing.T) {
 	missing := component.MustNewID("nope")
 	p := newTestProcessor(t, consumertest.NewNop(), func(cfg *Config) { cfg.Storage = &missing })
 	assert.ErrorContains(t, p.Start(context.Background(), componenttest.NewNopHost()), `extension "nope" is not configured`)
+}
+
+// flakyStorage is a storage client whose reads or writes fail while
+// failing is set.
+type flakyStorage struct {
+	storage.Client
+	failReads, failWrites, failing bool
+}
+
+func (s *flakyStorage) Get(ctx context.Context, key string) ([]byte, error) {
+	if s.failing && s.failReads {
+		return nil, errors.New("disk gone")
+	}
+	return s.Client.Get(ctx, key)
+}
+
+func (s *flakyStorage) Batch(ctx context.Context, ops ...*storage.Operation) error {
+	if s.failing && s.failWrites {
+		return errors.New("disk full")
+	}
+	return s.Client.Batch(ctx, ops...)
+}
+
+// TestStorageFailureRefusesTheExport: a storage read or write that fails
+// refuses the export, retryable, before anything leaves; the retry maps
+// the records to the positions the failed attempt would have taken.
+func TestStorageFailureRefusesTheExport(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		client *flakyStorage
+	}{
+		{"read", &flakyStorage{Client: storage.NewNopClient(), failReads: true}},
+		{"write", &flakyStorage{Client: storage.NewNopClient(), failWrites: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sink := new(consumertest.LogsSink)
+			p := newTestProcessor(t, sink, func(cfg *Config) { cfg.Mode = "primary" })
+			p.store = &positionStore{client: tc.client}
+			export := func() plog.Logs {
+				e := newExport()
+				addRecord(e.resource(codexResource()), t0, codexAttrs("conv-a", "codex.conversation_starts", map[string]any{"model": "m"}))
+				return e.ld
+			}
+			tc.client.failing = true
+			err := p.ConsumeLogs(context.Background(), export())
+			require.Error(t, err)
+			assert.False(t, consumererror.IsPermanent(err), "the sender retries")
+			assert.Zero(t, sink.LogRecordCount(), "nothing left")
+
+			tc.client.failing = false
+			require.NoError(t, p.ConsumeLogs(context.Background(), export()))
+			events := aepEvents(t, sink.AllLogs()[0])
+			require.Len(t, events, 1)
+			assert.Equal(t, "session.started", events[0].Type)
+			assert.Equal(t, int64(0), *events[0].Seq)
+		})
+	}
 }

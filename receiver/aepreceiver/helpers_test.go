@@ -24,6 +24,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.opentelemetry.io/otel/attribute"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/capture"
@@ -39,6 +41,7 @@ type harness struct {
 	rcv  *aepReceiver
 	sink *consumertest.LogsSink
 	tel  *componenttest.Telemetry
+	logs *observer.ObservedLogs
 	url  string
 
 	stopOnce, rcvOnce sync.Once
@@ -54,10 +57,12 @@ func newHarness(t *testing.T, next func(*consumertest.LogsSink) consumer.Logs, h
 		o(cfg)
 	}
 	require.NoError(t, cfg.Validate())
-	h := &harness{t: t, sink: new(consumertest.LogsSink), tel: componenttest.NewTelemetry()}
+	core, observed := observer.New(zap.InfoLevel)
+	h := &harness{t: t, sink: new(consumertest.LogsSink), tel: componenttest.NewTelemetry(), logs: observed}
 	set := receivertest.NewNopSettings(componentType)
 	set.ID = component.NewID(componentType) // one id across restarts, as a collector keeps it
 	set.TelemetrySettings = h.tel.NewTelemetrySettings()
+	set.Logger = zap.New(core)
 	var logs consumer.Logs = h.sink
 	if next != nil {
 		logs = next(h.sink)

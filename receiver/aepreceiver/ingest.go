@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"go.uber.org/zap"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
@@ -101,24 +102,17 @@ func (r *aepReceiver) ingest(w http.ResponseWriter, req *http.Request) {
 		r.refuseEvents(w, conv.refused, batch)
 		return
 	}
-	n := conv.logs.LogRecordCount()
-	opCtx := r.obsrecv.StartLogsOp(ctx)
-	err := r.next.ConsumeLogs(opCtx, conv.logs)
-	r.obsrecv.EndLogsOp(opCtx, "aep", n, err)
+	n, err := r.handOff(ctx, r.obsrecv, conv.records)
 	switch {
 	case err == nil:
-		r.tel.accepted.Add(ctx, int64(n))
-		r.tel.downlevelled.Add(ctx, int64(conv.downlevelled))
 		w.WriteHeader(http.StatusAccepted)
 	case consumererror.IsPermanent(err):
-		r.tel.eventsRefused(ctx, reasonPipeline, n)
 		// As the otlp receiver answers a permanent error: the sender must
 		// not resend what can never be taken.
 		r.rl.Error(reasonPipeline, "the pipeline permanently refused AEP events; the sender was told (HTTP 400)",
 			zap.Int("events", n), zap.Error(err))
 		writeError(w, http.StatusBadRequest, "pipeline-refused", "the collector's pipeline refused the events for good")
 	default:
-		r.tel.eventsRefused(ctx, reasonBackpressure, n)
 		r.rl.Warn(reasonBackpressure, "the pipeline refused AEP events for now; the sender was told to retry (HTTP 503)",
 			zap.Int("events", n), zap.Error(err))
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
@@ -194,8 +188,7 @@ func splitLines(body []byte) [][]byte {
 
 // conversion is a body's events as log records, or why they are refused.
 type conversion struct {
-	logs         plog.Logs
-	downlevelled int
+	records *recordBuilder
 	// refused is the first refused event; nil when every event passed.
 	refused *eventRefusal
 	// refusedBy counts the refused events by reason.
@@ -212,8 +205,7 @@ type eventRefusal struct {
 // convert checks every event and projects the accepted ones, in order. It
 // goes on past a refused event so that every refused event is counted.
 func (r *aepReceiver) convert(ctx context.Context, lines [][]byte) conversion {
-	out := conversion{refusedBy: make(map[string]int)}
-	records := newRecordBuilder()
+	out := conversion{records: newRecordBuilder(), refusedBy: make(map[string]int)}
 	valid := 0
 	for i, raw := range lines {
 		agent, lr, downlevelled, reason, err := r.project(raw)
@@ -227,19 +219,14 @@ func (r *aepReceiver) convert(ctx context.Context, lines [][]byte) conversion {
 			continue
 		}
 		valid++
-		if downlevelled {
-			out.downlevelled++
-		}
-		records.add(agent, lr)
+		out.records.add(agent, lr, downlevelled)
 	}
 	if out.refused != nil {
 		out.refusedBy[reasonBatch] = valid
 		for reason, n := range out.refusedBy {
 			r.tel.eventsRefused(ctx, reason, n)
 		}
-		return out
 	}
-	out.logs = records.logs
 	return out
 }
 
@@ -327,18 +314,23 @@ func (r *aepReceiver) refuseEvents(w http.ResponseWriter, ref *eventRefusal, bat
 // events from the same agent (resource service.name = agent, as the
 // openhands receiver sets it).
 type recordBuilder struct {
-	logs     plog.Logs
-	agent    string
-	records  plog.LogRecordSlice
-	started  bool
-	observed pcommon.Timestamp
+	logs plog.Logs
+	// downlevelled counts the records passed on down-levelled.
+	downlevelled int
+	agent        string
+	records      plog.LogRecordSlice
+	started      bool
+	observed     pcommon.Timestamp
 }
 
 func newRecordBuilder() *recordBuilder {
 	return &recordBuilder{logs: plog.NewLogs(), observed: pcommon.NewTimestampFromTime(time.Now())}
 }
 
-func (b *recordBuilder) add(agent string, lr plog.LogRecord) {
+func (b *recordBuilder) add(agent string, lr plog.LogRecord, downlevelled bool) {
+	if downlevelled {
+		b.downlevelled++
+	}
 	if !b.started || agent != b.agent {
 		rl := b.logs.ResourceLogs().AppendEmpty()
 		projection.SetResource(rl.Resource(), agent)
@@ -348,6 +340,27 @@ func (b *recordBuilder) add(agent string, lr plog.LogRecord) {
 	}
 	lr.SetObservedTimestamp(b.observed)
 	lr.MoveTo(b.records.AppendEmpty())
+}
+
+// handOff passes b's records to the pipeline, reported under obsrecv,
+// and counts them: accepted, or refused for pipeline (a permanent error)
+// or backpressure. It returns how many records it passed; the caller
+// answers the error.
+func (r *aepReceiver) handOff(ctx context.Context, obsrecv *receiverhelper.ObsReport, b *recordBuilder) (int, error) {
+	n := b.logs.LogRecordCount()
+	opCtx := obsrecv.StartLogsOp(ctx)
+	err := r.next.ConsumeLogs(opCtx, b.logs)
+	obsrecv.EndLogsOp(opCtx, "aep", n, err)
+	switch {
+	case err == nil:
+		r.tel.accepted.Add(ctx, int64(n))
+		r.tel.downlevelled.Add(ctx, int64(b.downlevelled))
+	case consumererror.IsPermanent(err):
+		r.tel.eventsRefused(ctx, reasonPipeline, n)
+	default:
+		r.tel.eventsRefused(ctx, reasonBackpressure, n)
+	}
+	return n, err
 }
 
 // discoveryDocument is the AEP-0003 §3.4 discovery object, advertising

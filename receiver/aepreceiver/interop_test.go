@@ -71,7 +71,7 @@ func recordsOf(t *testing.T, lines [][]byte) plog.Logs {
 		require.NoError(t, err)
 		lr := plog.NewLogRecord()
 		require.NoError(t, projection.ToLogRecord(ev, lr, projection.Options{}))
-		b.add(ev.Agent, lr)
+		b.add(ev.Agent, lr, false)
 	}
 	return b.logs
 }

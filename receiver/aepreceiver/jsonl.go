@@ -121,7 +121,7 @@ func (t *tailer) round(ctx context.Context) {
 	}
 	slices.Sort(paths)
 	for path := range t.files {
-		if !slices.Contains(paths, path) {
+		if _, listed := slices.BinarySearch(paths, path); !listed {
 			delete(t.files, path) // removed; its stored offset stays, in case it comes back
 		}
 	}
@@ -196,7 +196,6 @@ func (t *tailer) openAt(path string, f *tailedFile) (*os.File, error) {
 // refused for now (the lines are read again next round).
 func (t *tailer) pass(ctx context.Context, path string, f *tailedFile, lines []jsonlLine) bool {
 	records := newRecordBuilder()
-	downlevelled := 0
 	// Skipped lines are reported once the batch is settled, so that a
 	// batch read again after backpressure does not count them twice.
 	var skipped []skippedLine
@@ -219,31 +218,21 @@ func (t *tailer) pass(ctx context.Context, path string, f *tailedFile, lines []j
 			skipped = append(skipped, skippedLine{raw: line.raw, reason: reason, err: err})
 			continue
 		}
-		if down {
-			downlevelled++
-		}
-		records.add(agent, lr)
+		records.add(agent, lr, down)
 	}
-	n := records.logs.LogRecordCount()
-	if n == 0 {
+	if records.logs.LogRecordCount() == 0 {
 		return true
 	}
-	opCtx := t.obsrecv.StartLogsOp(ctx)
-	err := t.r.next.ConsumeLogs(opCtx, records.logs)
-	t.obsrecv.EndLogsOp(opCtx, "aep", n, err)
+	n, err := t.r.handOff(ctx, t.obsrecv, records)
 	switch {
 	case err == nil:
-		t.r.tel.accepted.Add(ctx, int64(n))
-		t.r.tel.downlevelled.Add(ctx, int64(downlevelled))
 		return true
 	case consumererror.IsPermanent(err):
-		t.r.tel.eventsRefused(ctx, reasonPipeline, n)
 		t.r.rl.Error("jsonl:"+reasonPipeline, "the pipeline permanently refused AEP events of a JSONL session log; they are skipped",
 			zap.String("path", path), zap.Int("events", n), zap.Error(err))
 		return true
 	default:
 		skipped = nil
-		t.r.tel.eventsRefused(ctx, reasonBackpressure, n)
 		t.r.rl.Warn("jsonl:"+reasonBackpressure, "the pipeline refused AEP events of a JSONL session log for now; they are read again next round",
 			zap.String("path", path), zap.Int("events", n), zap.Error(err))
 		return false

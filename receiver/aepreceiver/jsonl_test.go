@@ -87,6 +87,7 @@ func TestJSONLTailsSessionLogs(t *testing.T) {
 	h.stopReceiver()
 
 	assert.Equal(t, int64(2), h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonVersion)))
+	assert.Equal(t, 1, h.logs.FilterMessageSnippet("unsupported AEP version").Len(), "reported once per file")
 	assert.Equal(t, int64(1), h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonInvalid)))
 	assert.Equal(t, int64(1), h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonCommand)))
 	assert.Equal(t, int64(4), h.counter("otelcol_aepreceiver_events_accepted"))
@@ -185,4 +186,25 @@ func TestJSONLStorageMustExist(t *testing.T) {
 	require.NoError(t, err)
 	assert.ErrorContains(t, r.Start(context.Background(), componenttest.NewNopHost()), "jsonl.storage")
 	assert.NoError(t, r.Shutdown(context.Background()))
+}
+
+// A session log removed from the directory is forgotten at the next
+// round, so rotated logs do not pile up in the tailer's memory.
+func TestJSONLForgetsRemovedFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := sessionLog(t, dir)
+	appendTo(t, path, ndjson(toolRequested))
+	cfg := createDefaultConfig().(*Config)
+	tailing(dir, nil)(cfg)
+	sink := new(consumertest.LogsSink)
+	r, err := newReceiver(cfg, receivertest.NewNopSettings(componentType), sink)
+	require.NoError(t, err)
+	r.maxBody = 1 << 20 // what Start reads from confighttp; rounds run here without it
+
+	r.tailer.round(context.Background())
+	assert.Len(t, r.tailer.files, 1)
+	assert.Equal(t, 1, sink.LogRecordCount())
+	require.NoError(t, os.Remove(path))
+	r.tailer.round(context.Background())
+	assert.Empty(t, r.tailer.files)
 }

@@ -195,6 +195,18 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
+// An AEP-Version header may offer several versions, comma-separated; one
+// of them 0.1 is enough.
+func TestAEPVersionOffers(t *testing.T) {
+	for _, version := range []string{"0.1", "1.0, 0.1", "0.1,1.0"} {
+		t.Run(version, func(t *testing.T) {
+			h := newHarness(t, nil, nil)
+			resp := h.do(request{contentType: "application/json", version: version, body: toolRequested})
+			assert.Equal(t, http.StatusAccepted, resp.status, "%s", resp.raw)
+		})
+	}
+}
+
 // Every event of a refused batch is counted, each under its reason.
 func TestRefusedBatchCountsEveryEvent(t *testing.T) {
 	h := newHarness(t, nil, nil)

@@ -3,7 +3,6 @@ package openhandsreceiver
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -48,12 +47,4 @@ func TestCreateRefusesAnUnusableCeiling(t *testing.T) {
 	cfg.Capture.Level = aep.Capture("bogus")
 	_, err := NewFactory().CreateLogs(context.Background(), receivertest.NewNopSettings(componentType), cfg, consumertest.NewNop())
 	assert.Error(t, err)
-}
-
-func TestEpochsNeverRepeat(t *testing.T) {
-	clock := &epochClock{now: func() time.Time { return epochBase.Add(100 * time.Second) }}
-	a, b := clock.next(), clock.next()
-	assert.Equal(t, int64(100), a)
-	assert.Equal(t, int64(101), b, "a restart within the same second still moves forward")
-	assert.Less(t, processEpochs.next(), int64(1)<<31)
 }

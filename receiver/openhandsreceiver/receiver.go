@@ -25,6 +25,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/capture"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/endpoint"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/epoch"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/ratelog"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/storageclient"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
@@ -92,7 +93,7 @@ func (r *openhandsReceiver) Start(ctx context.Context, host component.Host) erro
 		}
 	}
 	r.warnPlaintext()
-	epoch := processEpochs.next()
+	epoch := epoch.Process.Next()
 	r.set.Logger.Info("openhands receiver starting", zap.Int64("aep.epoch", epoch), zap.Int("servers", len(r.cfg.Servers)),
 		zap.Bool("storage", r.cfg.Storage != nil), zap.Intp("shard.index", r.cfg.Shard.Index), zap.Int("shard.count", r.cfg.Shard.Count))
 	if r.cfg.Storage != nil {

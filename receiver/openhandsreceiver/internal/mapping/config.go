@@ -2,7 +2,6 @@ package mapping
 
 import (
 	"errors"
-	"net/url"
 	"strings"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
@@ -75,8 +74,8 @@ func (p CapturePolicy) uses(level aep.Capture) bool {
 type Config struct {
 	// Agent is the envelope agent; "" is DefaultAgent.
 	Agent string
-	// Source is the envelope source; "" builds it with SourceURI from
-	// ServerHost, Agent and ConversationID.
+	// Source is the envelope source; "" builds it with aep.SessionSource
+	// from ServerHost, Agent and ConversationID.
 	Source string
 	// ConversationID is the OpenHands conversation id, the AEP session.
 	ConversationID string
@@ -97,12 +96,6 @@ type Config struct {
 	Lineage Lineage
 }
 
-// SourceURI is the RECOMMENDED session-scoped source,
-// aep://{host:port}/agent/{agent}/session/{conversation_id}.
-func SourceURI(hostPort, agent, conversationID string) string {
-	return "aep://" + hostPort + "/agent/" + url.PathEscape(agent) + "/session/" + url.PathEscape(conversationID)
-}
-
 // withDefaults fills the defaults and checks every constraint.
 func (c Config) withDefaults() (Config, error) {
 	if c.ConversationID == "" {
@@ -115,7 +108,7 @@ func (c Config) withDefaults() (Config, error) {
 		if c.ServerHost == "" {
 			return c, errors.New("source or server host is required")
 		}
-		c.Source = SourceURI(c.ServerHost, c.Agent, c.ConversationID)
+		c.Source = aep.SessionSource(c.ServerHost, c.Agent, c.ConversationID)
 	}
 	if err := errors.Join(capture.CheckCeiling("ceiling", c.Ceiling.defaultLevel(), c.Ceiling.Categories)...); err != nil {
 		return c, err

@@ -124,11 +124,6 @@ func TestCapturePolicyFor(t *testing.T) {
 	assert.Equal(t, aep.CaptureFull, p.For("run.started"))
 }
 
-func TestSourceURI(t *testing.T) {
-	assert.Equal(t, "aep://127.0.0.1:8000/agent/openhands/session/3f2c", SourceURI("127.0.0.1:8000", "openhands", "3f2c"))
-	assert.Equal(t, "aep://h:1/agent/a%20b/session/c%2Fd", SourceURI("h:1", "a b", "c/d"))
-}
-
 func TestStart(t *testing.T) {
 	created := time.Date(2026, 7, 12, 9, 0, 0, 0, time.UTC)
 	c := newConversation(t, testConfig(aep.CaptureMetadata, false))
