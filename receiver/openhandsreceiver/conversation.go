@@ -207,7 +207,8 @@ type frame struct {
 // progressed reports whether the connection got anywhere: a new stored
 // event processed, or stableConnection of uptime.
 func (c *conversation) attachOnce(ctx context.Context) (progressed bool, err error) {
-	conn, fc, session, err := c.api.dialConversation(ctx, c.id, c.session.resumeSeq())
+	afterSeq, _ := c.session.resumeCursor()
+	conn, fc, session, err := c.api.dialConversation(ctx, c.id, afterSeq)
 	if err != nil {
 		return false, err
 	}

@@ -88,7 +88,8 @@ func TestOverlapBoundedByResumeMargin(t *testing.T) {
 	session := offlineConversation(t, "session")
 	feedHistory(session, 0, n, true)
 	require.Zero(t, session.session.overlap.len())
-	require.Equal(t, int64(n-1), session.session.resumeSeq())
+	seq, _ := session.session.resumeCursor()
+	require.Equal(t, int64(n-1), seq)
 }
 
 // BenchmarkConversationHeap reports the heap one conversation keeps after
