@@ -261,3 +261,27 @@ func TestSingleIndexIsSplitAtStart(t *testing.T) {
 	live, _ = indexOf(t, upgraded, stub.Addr())
 	assert.Equal(t, []string{conv.ID()}, live)
 }
+
+// TestEndedIDsPerBucketAreBounded: a bucket remembers only its
+// endedPerBucket most recently ended ids, so storage does not grow with
+// every conversation that ever ended.
+func TestEndedIDsPerBucketAreBounded(t *testing.T) {
+	ctx := context.Background()
+	mem := newMemStorage(nil)
+	j := newJournal(memClient{mem}, "h:1")
+	var ids []string
+	for i := 0; len(ids) < endedPerBucket+3; i++ {
+		if id := fmt.Sprintf("c%05d", i); bucketOf(id) == 0 {
+			ids = append(ids, id)
+		}
+	}
+	for _, id := range ids {
+		_, err := j.writeAhead(ctx, id, durableState{}, []byte("batch"))
+		require.NoError(t, err)
+		require.NoError(t, j.forget(ctx, id))
+	}
+	index, err := newJournal(memClient{mem}, "h:1").load(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, index.live)
+	assert.Equal(t, ids[len(ids)-endedPerBucket:], index.ended, "the newest, oldest first")
+}
