@@ -3,6 +3,7 @@ package openhandsreceiver
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -305,4 +306,34 @@ func TestWebhookPushedChildDeletionStopsItInItsParent(t *testing.T) {
 	stopped := h.waitFirst(parent.ID(), "delegation.subagent.stopped")
 	assert.Equal(t, started.ID, stopped.Cause)
 	assert.Equal(t, "deleting", stopped.Data["status"])
+}
+
+// A webhook push carries no key, or a configured server's. A server with
+// no key configured (config refuses one with webhook) must not take the
+// pushes that carry none.
+func TestWebhookEmptyKeyMatchesNoServer(t *testing.T) {
+	keyed := &serverWatch{api: &serverClient{name: "keyed", key: testKey}}
+	keyless := &serverWatch{api: &serverClient{name: "keyless"}}
+	sink := &webhookSink{watches: []*serverWatch{keyless, keyed}}
+	for _, tc := range []struct {
+		name, key string
+		want      *serverWatch
+	}{
+		{name: "configured key", key: testKey, want: keyed},
+		{name: "no key", key: ""},
+		{name: "other key", key: "not-" + testKey},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Same(t, tc.want, sink.serverOf(tc.key))
+		})
+	}
+}
+
+// A ConversationInfo older than the newest taken in is stale: the server
+// posts each in a task of its own, so they arrive out of order.
+func TestStaleMetadataIsIgnored(t *testing.T) {
+	s := offlineConversation(t, "metadata").session
+	s.noteMetadata(context.Background(), "2026-08-22T14:00:02Z", metadata{Title: json.RawMessage(`"newer"`)})
+	s.noteMetadata(context.Background(), "2026-08-22T14:00:01Z", metadata{Title: json.RawMessage(`"older"`)})
+	assert.Equal(t, `"newer"`, s.metadata.values["title"])
 }
