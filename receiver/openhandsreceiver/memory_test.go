@@ -68,7 +68,7 @@ func feedHistory(c *conversation, conv, n int, session bool) {
 		if session {
 			c.handleSessionFrame(ctx, []byte(`{"type":"durable","seq":`+strconv.Itoa(i)+`,"event":`+string(historyEvent(conv, i))+`}`))
 		} else {
-			c.handleEvent(ctx, historyEvent(conv, i), true, false)
+			c.handleEvent(ctx, historyEvent(conv, i), legacyHistory, false)
 		}
 	}
 	c.session.flush(ctx)

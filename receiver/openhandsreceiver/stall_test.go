@@ -108,7 +108,7 @@ func TestKeepaliveSparesAnIdleSocket(t *testing.T) {
 func TestBehindSearchRecyclesOncePerView(t *testing.T) {
 	c := offlineConversation(t, "behind")
 	c.api.sockets.behindSearch = time.Minute
-	c.handleEvent(context.Background(), historyEvent(0, 0), true, false) // running
+	c.handleEvent(context.Background(), historyEvent(0, 0), legacyHistory, false) // running
 	require.Equal(t, oh.StatusRunning, c.session.mapper.Status())
 
 	cuts := 0
