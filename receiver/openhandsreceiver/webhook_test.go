@@ -337,3 +337,37 @@ func TestStaleMetadataIsIgnored(t *testing.T) {
 	s.noteMetadata(context.Background(), "2026-08-22T14:00:01Z", metadata{Title: json.RawMessage(`"older"`)})
 	assert.Equal(t, `"newer"`, s.metadata.values["title"])
 }
+
+// A pushed stored event is mapped ahead of the socket only when it extends
+// what was processed: its parent was, or it is a root and nothing was,
+// not even before a restart (the cursor is stored, the vendor ids are not).
+func TestPushExtends(t *testing.T) {
+	event := func(t *testing.T, id, parent string) mapping.Event {
+		fields := map[string]any{"id": id, "kind": "MessageEvent", "source": "agent"}
+		if parent != "" {
+			fields["parent_id"] = parent
+		}
+		ev, err := mapping.EventOf(fields)
+		require.NoError(t, err)
+		return ev
+	}
+	for _, tc := range []struct {
+		name    string
+		prepare func(s *session)
+		parent  string
+		want    bool
+	}{
+		{name: "root of a fresh session", prepare: func(*session) {}, want: true},
+		{name: "root after a session socket's restart", prepare: func(s *session) { s.durable.Cursor.DurableSeq = 4 }},
+		{name: "root after a legacy socket's restart", prepare: func(s *session) { s.durable.Cursor.ResumeTS = "2026-08-22T14:00:00.000000" }},
+		{name: "root after an event", prepare: func(s *session) { s.vendorIDs.Put("p", "") }},
+		{name: "child of a processed event", prepare: func(s *session) { s.vendorIDs.Put("p", "") }, parent: "p", want: true},
+		{name: "child of an unseen event", prepare: func(*session) {}, parent: "p"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := offlineConversation(t, "extends").session
+			tc.prepare(s)
+			assert.Equal(t, tc.want, s.extends(event(t, "c", tc.parent)))
+		})
+	}
+}
