@@ -45,11 +45,6 @@ func TestParentIDBecomesCause(t *testing.T) {
 // answers, even when the decorator knows none); transient events are never
 // parents, so a burst of deltas does not push the head out of the window.
 func TestLinkLocked(t *testing.T) {
-	event := func(t *testing.T, fields map[string]any) mapping.Event {
-		ev, err := mapping.EventOf(fields)
-		require.NoError(t, err)
-		return ev
-	}
 	for _, tc := range []struct {
 		name      string
 		childType string
@@ -64,15 +59,15 @@ func TestLinkLocked(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := offlineConversation(t, "lineage").session
-			parent := event(t, map[string]any{"id": "p", "kind": "MessageEvent", "source": "user"})
+			parent := eventOf(t, map[string]any{"id": "p", "kind": "MessageEvent", "source": "user"})
 			s.linkLocked(parent, []*aep.Event{{ID: "aep-p"}})
 			for i := range tc.deltas {
-				delta := event(t, map[string]any{"id": fmt.Sprintf("d%d", i), "kind": "StreamingDeltaEvent", "source": "agent"})
+				delta := eventOf(t, map[string]any{"id": fmt.Sprintf("d%d", i), "kind": "StreamingDeltaEvent", "source": "agent"})
 				require.True(t, delta.Transient())
 				s.linkLocked(delta, []*aep.Event{{ID: fmt.Sprintf("aep-d%d", i)}})
 			}
 			child := &aep.Event{ID: "aep-c", Type: tc.childType}
-			s.linkLocked(event(t, map[string]any{"id": "c", "kind": "ActionEvent", "source": "agent", "parent_id": "p"}), []*aep.Event{child})
+			s.linkLocked(eventOf(t, map[string]any{"id": "c", "kind": "ActionEvent", "source": "agent", "parent_id": "p"}), []*aep.Event{child})
 			if tc.wantCause {
 				assert.Equal(t, "aep-p", child.Cause)
 			} else {
@@ -80,4 +75,12 @@ func TestLinkLocked(t *testing.T) {
 			}
 		})
 	}
+}
+
+// eventOf is the agent-server event of fields, decoded.
+func eventOf(tb testing.TB, fields map[string]any) mapping.Event {
+	tb.Helper()
+	ev, err := mapping.EventOf(fields)
+	require.NoError(tb, err)
+	return ev
 }

@@ -347,9 +347,7 @@ func TestPushExtends(t *testing.T) {
 		if parent != "" {
 			fields["parent_id"] = parent
 		}
-		ev, err := mapping.EventOf(fields)
-		require.NoError(t, err)
-		return ev
+		return eventOf(t, fields)
 	}
 	for _, tc := range []struct {
 		name    string
