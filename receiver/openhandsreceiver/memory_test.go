@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 )
@@ -24,7 +25,13 @@ func offlineConversation(tb testing.TB, id string) *conversation {
 // offlineConversationWith is offlineConversation under cfg.
 func offlineConversationWith(tb testing.TB, id string, cfg *Config) *conversation {
 	tb.Helper()
-	r, err := newReceiver(cfg, receivertest.NewNopSettings(componentType), consumertest.NewNop())
+	return offlineConversationTo(tb, id, cfg, consumertest.NewNop())
+}
+
+// offlineConversationTo is offlineConversationWith emitting to next.
+func offlineConversationTo(tb testing.TB, id string, cfg *Config, next consumer.Logs) *conversation {
+	tb.Helper()
+	r, err := newReceiver(cfg, receivertest.NewNopSettings(componentType), next)
 	require.NoError(tb, err)
 	base, err := url.Parse("http://127.0.0.1:8000")
 	require.NoError(tb, err)
