@@ -129,3 +129,16 @@ func heapInUse() int64 {
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
 }
+
+// TestMappedAheadIsBounded: a history read in one go is emitted in
+// batches of about maxBatchEvents, not held whole until its end.
+func TestMappedAheadIsBounded(t *testing.T) {
+	sink := new(consumertest.LogsSink)
+	c := offlineConversationTo(t, "batches", createDefaultConfig().(*Config), sink)
+	feedHistory(c, 0, 4*maxBatchEvents, false)
+	require.Greater(t, len(sink.AllLogs()), 2)
+	for _, logs := range sink.AllLogs() {
+		// One vendor event maps to a few AEP events at most.
+		require.LessOrEqual(t, logs.LogRecordCount(), maxBatchEvents+4)
+	}
+}
