@@ -207,7 +207,8 @@ type frame struct {
 // progressed reports whether the connection got anywhere: a new stored
 // event processed, or stableConnection of uptime.
 func (c *conversation) attachOnce(ctx context.Context) (progressed bool, err error) {
-	conn, fc, session, err := c.api.dialConversation(ctx, c.id, c.session.resumeSeq())
+	afterSeq, _ := c.session.resumeCursor()
+	conn, fc, session, err := c.api.dialConversation(ctx, c.id, afterSeq)
 	if err != nil {
 		return false, err
 	}
@@ -523,7 +524,7 @@ func (c *conversation) replayHistory(ctx context.Context) error {
 	since := resumeFrom(c.session.resumeTS())
 	defer c.session.flush(ctx)
 	return c.api.searchEvents(ctx, c.id, since, func(raw json.RawMessage) error {
-		c.handleEvent(ctx, raw, true, false)
+		c.handleEvent(ctx, raw, legacyHistory, false)
 		return ctx.Err()
 	})
 }
@@ -550,7 +551,7 @@ func resumeFrom(ts string) string {
 
 // handleLegacyFrame processes one frame of the legacy socket: an event.
 func (c *conversation) handleLegacyFrame(ctx context.Context, raw []byte) {
-	c.handleEvent(ctx, raw, false, c.takeConnectSnapshot())
+	c.handleEvent(ctx, raw, legacyLive, c.takeConnectSnapshot())
 }
 
 // takeConnectSnapshot reports whether an event is this connection's first
@@ -613,12 +614,9 @@ func streamingDelta(f sessionFrame) map[string]any {
 	}
 }
 
-// handleEvent processes one legacy-socket or REST-history event.
-func (c *conversation) handleEvent(ctx context.Context, raw []byte, persisted, connectSnapshot bool) {
-	how := legacyLive
-	if persisted {
-		how = legacyHistory
-	}
+// handleEvent processes one legacy-socket (legacyLive) or REST-history
+// (legacyHistory) event.
+func (c *conversation) handleEvent(ctx context.Context, raw []byte, how delivery, connectSnapshot bool) {
 	if ev, err := mapping.DecodeEvent(raw); c.decoded(ctx, ev, err, len(raw)) {
 		c.session.process(ctx, ev, how, connectSnapshot)
 	}

@@ -289,6 +289,20 @@ func (j *journal) writeAhead(ctx context.Context, id string, state durableState,
 	return written(ops), nil
 }
 
+// saveState persists a conversation's state alone, between batches, and
+// returns the bytes written, key included.
+func (j *journal) saveState(ctx context.Context, id string, state durableState) (int, error) {
+	raw, err := encodeState(state)
+	if err != nil {
+		return 0, err
+	}
+	key := j.stateKey(id)
+	if err := j.client.Set(ctx, key, raw); err != nil {
+		return 0, fmt.Errorf("storage: write %s: %w", key, err)
+	}
+	return len(key) + len(raw), nil
+}
+
 // forget removes a conversation that ended for good: its state, its
 // batch and its index entry, in one storage batch, which also adds it to
 // its bucket's recently ended ids. Its session.ended must have been handed

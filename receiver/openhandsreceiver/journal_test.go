@@ -3,6 +3,7 @@ package openhandsreceiver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -260,4 +261,86 @@ func TestSingleIndexIsSplitAtStart(t *testing.T) {
 	assert.NotContains(t, upgraded, prefix+"conversations", "the single index is gone")
 	live, _ = indexOf(t, upgraded, stub.Addr())
 	assert.Equal(t, []string{conv.ID()}, live)
+}
+
+// TestEndedIDsPerBucketAreBounded: a bucket remembers only its
+// endedPerBucket most recently ended ids, so storage does not grow with
+// every conversation that ever ended.
+func TestEndedIDsPerBucketAreBounded(t *testing.T) {
+	ctx := context.Background()
+	mem := newMemStorage(nil)
+	j := newJournal(memClient{mem}, "h:1")
+	var ids []string
+	for i := 0; len(ids) < endedPerBucket+3; i++ {
+		if id := fmt.Sprintf("c%05d", i); bucketOf(id) == 0 {
+			ids = append(ids, id)
+		}
+	}
+	for _, id := range ids {
+		_, err := j.writeAhead(ctx, id, durableState{}, []byte("batch"))
+		require.NoError(t, err)
+		require.NoError(t, j.forget(ctx, id))
+	}
+	index, err := newJournal(memClient{mem}, "h:1").load(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, index.live)
+	assert.Equal(t, ids[len(ids)-endedPerBucket:], index.ended, "the newest, oldest first")
+}
+
+// failOnceClient fails the next storage batch once fail is set.
+type failOnceClient struct {
+	memClient
+	fail *bool
+}
+
+func (c failOnceClient) Batch(ctx context.Context, ops ...*storage.Operation) error {
+	if *c.fail {
+		*c.fail = false
+		return errors.New("storage down")
+	}
+	return c.memClient.Batch(ctx, ops...)
+}
+
+// TestFailedIndexWriteLeavesTheIndexAsStored: a write that storage refused
+// changes nothing in the index the journal keeps in memory, so the next
+// write of the bucket stores what storage holds: a new conversation whose
+// write-ahead failed is not indexed (its retry indexes it), an ended one
+// whose removal failed stays indexed (its state is still stored) and is
+// not listed as ended.
+func TestFailedIndexWriteLeavesTheIndexAsStored(t *testing.T) {
+	ctx := context.Background()
+	var sameBucket []string
+	for i := 0; len(sameBucket) < 2; i++ {
+		if id := fmt.Sprintf("c%05d", i); bucketOf(id) == 0 {
+			sameBucket = append(sameBucket, id)
+		}
+	}
+	id, sibling := sameBucket[0], sameBucket[1]
+	writeAhead := func(j *journal) error {
+		_, err := j.writeAhead(ctx, id, durableState{}, []byte("batch"))
+		return err
+	}
+	for _, tc := range []struct {
+		name     string
+		before   func(j *journal) error // storage takes it
+		refused  func(j *journal) error // storage refuses it
+		wantLive []string
+	}{
+		{name: "write-ahead of a new conversation", before: func(*journal) error { return nil }, refused: writeAhead, wantLive: []string{sibling}},
+		{name: "removal of an ended conversation", before: writeAhead, refused: func(j *journal) error { return j.forget(ctx, id) }, wantLive: []string{id, sibling}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem, fail := newMemStorage(nil), false
+			j := newJournal(failOnceClient{memClient{mem}, &fail}, "h:1")
+			require.NoError(t, tc.before(j))
+			fail = true
+			require.Error(t, tc.refused(j))
+			_, err := j.writeAhead(ctx, sibling, durableState{}, []byte("batch"))
+			require.NoError(t, err)
+			live, ended := indexOf(t, mem.snapshot(), "h:1")
+			slices.Sort(live)
+			assert.Equal(t, tc.wantLive, live)
+			assert.Empty(t, ended)
+		})
+	}
 }

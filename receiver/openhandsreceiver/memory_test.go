@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 )
@@ -24,7 +25,13 @@ func offlineConversation(tb testing.TB, id string) *conversation {
 // offlineConversationWith is offlineConversation under cfg.
 func offlineConversationWith(tb testing.TB, id string, cfg *Config) *conversation {
 	tb.Helper()
-	r, err := newReceiver(cfg, receivertest.NewNopSettings(componentType), consumertest.NewNop())
+	return offlineConversationTo(tb, id, cfg, consumertest.NewNop())
+}
+
+// offlineConversationTo is offlineConversationWith emitting to next.
+func offlineConversationTo(tb testing.TB, id string, cfg *Config, next consumer.Logs) *conversation {
+	tb.Helper()
+	r, err := newReceiver(cfg, receivertest.NewNopSettings(componentType), next)
 	require.NoError(tb, err)
 	base, err := url.Parse("http://127.0.0.1:8000")
 	require.NoError(tb, err)
@@ -68,7 +75,7 @@ func feedHistory(c *conversation, conv, n int, session bool) {
 		if session {
 			c.handleSessionFrame(ctx, []byte(`{"type":"durable","seq":`+strconv.Itoa(i)+`,"event":`+string(historyEvent(conv, i))+`}`))
 		} else {
-			c.handleEvent(ctx, historyEvent(conv, i), true, false)
+			c.handleEvent(ctx, historyEvent(conv, i), legacyHistory, false)
 		}
 	}
 	c.session.flush(ctx)
@@ -88,7 +95,8 @@ func TestOverlapBoundedByResumeMargin(t *testing.T) {
 	session := offlineConversation(t, "session")
 	feedHistory(session, 0, n, true)
 	require.Zero(t, session.session.overlap.len())
-	require.Equal(t, int64(n-1), session.session.resumeSeq())
+	seq, _ := session.session.resumeCursor()
+	require.Equal(t, int64(n-1), seq)
 }
 
 // BenchmarkConversationHeap reports the heap one conversation keeps after
@@ -120,4 +128,17 @@ func heapInUse() int64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
+}
+
+// TestMappedAheadIsBounded: a history read in one go is emitted in
+// batches of about maxBatchEvents, not held whole until its end.
+func TestMappedAheadIsBounded(t *testing.T) {
+	sink := new(consumertest.LogsSink)
+	c := offlineConversationTo(t, "batches", createDefaultConfig().(*Config), sink)
+	feedHistory(c, 0, 4*maxBatchEvents, false)
+	require.Greater(t, len(sink.AllLogs()), 2)
+	for _, logs := range sink.AllLogs() {
+		// One vendor event maps to a few AEP events at most.
+		require.LessOrEqual(t, logs.LogRecordCount(), maxBatchEvents+4)
+	}
 }

@@ -124,16 +124,8 @@ func (s *session) end(ctx context.Context) (handedOn bool) {
 	return s.flushLocked(ctx)
 }
 
-// resumeSeq is the last /sockets/session seq processed, -1 before any: a
-// socket resumes after it.
-func (s *session) resumeSeq() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.durable.Cursor.DurableSeq
-}
-
-// resumeCursor is the stored event a socket resumes after: its seq and
-// its vendor id.
+// resumeCursor is the stored event a socket resumes after: its seq (the
+// last /sockets/session seq processed, -1 before any) and its vendor id.
 func (s *session) resumeCursor() (seq int64, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -108,7 +108,7 @@ func TestKeepaliveSparesAnIdleSocket(t *testing.T) {
 func TestBehindSearchRecyclesOncePerView(t *testing.T) {
 	c := offlineConversation(t, "behind")
 	c.api.sockets.behindSearch = time.Minute
-	c.handleEvent(context.Background(), historyEvent(0, 0), true, false) // running
+	c.handleEvent(context.Background(), historyEvent(0, 0), legacyHistory, false) // running
 	require.Equal(t, oh.StatusRunning, c.session.mapper.Status())
 
 	cuts := 0
@@ -162,4 +162,54 @@ func dialEcho(t *testing.T) *websocket.Conn {
 	require.NoError(t, err)
 	resp.Body.Close()
 	return conn
+}
+
+// TestSlowFrameIsNotCut: a large frame arriving slowly, but faster than
+// minFrameRate, is read whole, its deadline moving with its bytes, past
+// frameGrace and past the keepalive window; a pong the server sends
+// between its fragments does not put the keepalive's shorter deadline on
+// the message.
+func TestSlowFrameIsNotCut(t *testing.T) {
+	const (
+		chunks    = 3
+		chunk     = 80 << 10 // more than deadlineStep: each moves the deadline
+		chunkWait = 1200 * time.Millisecond
+	)
+	settings := socketSettings{pingInterval: 500 * time.Millisecond, pongWait: 500 * time.Millisecond,
+		frameGrace: time.Second, minFrameRate: 32 << 10, behindSearch: time.Hour}
+	require.Greater(t, time.Duration(chunks-1)*chunkWait, settings.frameGrace)
+	require.Greater(t, chunkWait, settings.pingInterval+settings.pongWait)
+	server := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+		conn, err := (&websocket.Upgrader{}).Upgrade(rw, req, nil)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		w, err := conn.NextWriter(websocket.TextMessage)
+		if err != nil {
+			return
+		}
+		for i := range chunks {
+			if i > 0 {
+				time.Sleep(chunkWait)
+			}
+			if _, err := w.Write([]byte(strings.Repeat("x", chunk))); err != nil {
+				return
+			}
+			if err := conn.WriteControl(websocket.PongMessage, nil, time.Now().Add(time.Second)); err != nil {
+				return
+			}
+		}
+		_ = w.Close()
+		_, _, _ = conn.ReadMessage() // until the client goes
+	}))
+	defer server.Close()
+	conn, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(server.URL, "http"), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	defer conn.Close()
+
+	data, err := newFrameReader(conn, 1<<20, settings).read(nil)
+	require.NoError(t, err)
+	assert.Len(t, data, chunks*chunk)
 }

@@ -120,15 +120,11 @@ func (s *session) saveStateLocked(ctx context.Context) error {
 	if s.journal == nil {
 		return nil
 	}
-	raw, err := encodeState(s.snapshotLocked())
+	written, err := s.journal.saveState(ctx, s.id, s.snapshotLocked())
 	if err != nil {
+		s.tel.storageErrors.Add(ctx, 1)
 		return err
 	}
-	key := s.journal.stateKey(s.id)
-	if err := s.journal.client.Set(ctx, key, raw); err != nil {
-		s.tel.storageErrors.Add(ctx, 1)
-		return fmt.Errorf("storage: write %s: %w", key, err)
-	}
-	s.tel.storageWritten.Add(ctx, int64(len(key)+len(raw)))
+	s.tel.storageWritten.Add(ctx, int64(written))
 	return nil
 }

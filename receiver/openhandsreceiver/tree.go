@@ -6,7 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/runtrace"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
 
@@ -66,7 +66,9 @@ func (w *serverWatch) noteChild(ctx context.Context, info conversationInfo) {
 }
 
 // childStatus emits delegation.subagent.stopped when the mapping says the
-// child's status stops it (once per child it announced started).
+// child's status stops it (once per child it announced started),
+// decorated like every other event: its traceparent, and after a
+// run.finished the decorator holds.
 func (s *session) childStatus(ctx context.Context, child, status string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -74,10 +76,7 @@ func (s *session) childStatus(ctx context.Context, child, status string) {
 	if ev == nil {
 		return
 	}
-	if pos, ok := runtrace.Locate(ev); ok {
-		ev.Traceparent = pos.Traceparent()
-	}
-	s.mapped = append(s.mapped, ev)
+	s.mapped = append(s.mapped, s.decorator.Decorate(mapping.Event{}, []*aep.Event{ev})...)
 	s.flushLocked(ctx)
 }
 

@@ -1,16 +1,21 @@
 package openhandsreceiver
 
 import (
+	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/testing/openhandstest"
 )
 
@@ -64,6 +69,8 @@ func TestConversationTree(t *testing.T) {
 		stopped := h.waitFirst(parent.ID(), "delegation.subagent.stopped")
 		assert.Equal(t, started.ID, stopped.Cause)
 		assert.Equal(t, run, stopped.Run)
+		require.NotEmpty(t, stopped.Traceparent)
+		assert.Equal(t, started.Traceparent[:35], stopped.Traceparent[:35], "in the run's trace")
 		assert.Equal(t, oh.StatusFinished, stopped.Data["status"])
 		assert.Equal(t, started.Data["child"], stopped.Data["child"])
 
@@ -150,4 +157,41 @@ func TestChildOfAnotherReplicasParent(t *testing.T) {
 	assert.Empty(t, b.session(parent.ID()))
 	a.validate()
 	b.validate()
+}
+
+// A child that stops while its parent's run.finished waits for its usage
+// comes after that run.finished, as it does after any other event: the
+// decorator releases what it holds before anything else goes out.
+func TestChildStopAfterHeldRunFinished(t *testing.T) {
+	const child = "7d1e2f30-4a5b-4c6d-8e9f-a0b1c2d3e4f5"
+	sink := new(consumertest.LogsSink)
+	s := offlineConversationTo(t, "parent", createDefaultConfig().(*Config), sink).session
+	ctx := context.Background()
+	ts := func(i int) string {
+		return historyStart.Add(time.Duration(i) * time.Second).Format("2006-01-02T15:04:05.000000")
+	}
+	state := func(i int, key string, value any) map[string]any {
+		return map[string]any{"id": fmt.Sprintf("s%d", i), "timestamp": ts(i), "kind": "ConversationStateUpdateEvent",
+			"source": "environment", "key": key, "value": value}
+	}
+	for i, fields := range []map[string]any{
+		state(0, "stats", statsValue(100, 1)),
+		state(1, "execution_status", "running"),
+		{"id": "act", "timestamp": ts(2), "kind": "ActionEvent", "source": "agent", "tool_name": "start_child_conversation",
+			"tool_call_id": "call", "llm_response_id": "resp", "action": map[string]any{"kind": "StartChildConversationAction"}},
+		{"id": "obs", "timestamp": ts(3), "kind": "ObservationEvent", "source": "environment", "tool_name": "start_child_conversation",
+			"tool_call_id": "call", "action_id": "act",
+			"observation": map[string]any{"kind": "StartChildConversationObservation", "conversation_id": child}},
+		state(4, "execution_status", "finished"),
+	} {
+		s.process(ctx, eventOf(t, fields), legacyHistory, false)
+		require.Equal(t, i == 4, s.decorator.Holding(), "run.finished waits for the stats of its LLM response")
+	}
+	s.flush(ctx)
+	s.childStatus(ctx, child, oh.StatusFinished)
+
+	got := types(aeptest.EventsOf(t, sink.AllLogs()...))
+	require.Contains(t, got, "delegation.subagent.stopped")
+	require.Contains(t, got, "run.finished")
+	assert.Less(t, slices.Index(got, "run.finished"), slices.Index(got, "delegation.subagent.stopped"))
 }

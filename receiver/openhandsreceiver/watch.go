@@ -75,7 +75,7 @@ func (w *serverWatch) awaitPoll(ctx context.Context, tick <-chan time.Time) bool
 		case <-ctx.Done():
 			return false
 		case p := <-w.pushes:
-			w.takePush(ctx, p)
+			p.reply <- w.pushed(ctx, p)
 		case <-tick:
 			return true
 		}

@@ -257,16 +257,13 @@ func (w *serverWatch) push(ctx context.Context, stopped <-chan struct{}, p push)
 	return nil
 }
 
-// takePush is the watch goroutine's part of a push: the conversation it
-// names is observed now, not at the next poll. A ConversationInfo is
-// observed as if search listed it (status deleting ends the session); an
-// event batch for a conversation not attached is looked up by id first. A
-// new conversation starts its session and attaches if a slot is free;
-// else it waits for the next poll, as the poll's own overflow does.
-func (w *serverWatch) takePush(ctx context.Context, p push) {
-	p.reply <- w.pushed(ctx, p)
-}
-
+// pushed is the watch goroutine's part of a push: the conversation it
+// names is observed now, not at the next poll, and returned (nil if it is
+// not to be observed). A ConversationInfo is observed as if search listed
+// it (status deleting ends the session); an event batch for a
+// conversation not attached is looked up by id first. A new conversation
+// starts its session and attaches if a slot is free; else it waits for
+// the next poll, as the poll's own overflow does.
 func (w *serverWatch) pushed(ctx context.Context, p push) *conversation {
 	if p.info != nil {
 		w.noteChild(ctx, *p.info) // a pushed child's stop reaches its parent now

@@ -3,6 +3,7 @@ package openhandsreceiver
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -305,4 +306,66 @@ func TestWebhookPushedChildDeletionStopsItInItsParent(t *testing.T) {
 	stopped := h.waitFirst(parent.ID(), "delegation.subagent.stopped")
 	assert.Equal(t, started.ID, stopped.Cause)
 	assert.Equal(t, "deleting", stopped.Data["status"])
+}
+
+// A webhook push carries no key, or a configured server's. A server with
+// no key configured (config refuses one with webhook) must not take the
+// pushes that carry none.
+func TestWebhookEmptyKeyMatchesNoServer(t *testing.T) {
+	keyed := &serverWatch{api: &serverClient{name: "keyed", key: testKey}}
+	keyless := &serverWatch{api: &serverClient{name: "keyless"}}
+	sink := &webhookSink{watches: []*serverWatch{keyless, keyed}}
+	for _, tc := range []struct {
+		name, key string
+		want      *serverWatch
+	}{
+		{name: "configured key", key: testKey, want: keyed},
+		{name: "no key", key: ""},
+		{name: "other key", key: "not-" + testKey},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Same(t, tc.want, sink.serverOf(tc.key))
+		})
+	}
+}
+
+// A ConversationInfo older than the newest taken in is stale: the server
+// posts each in a task of its own, so they arrive out of order.
+func TestStaleMetadataIsIgnored(t *testing.T) {
+	s := offlineConversation(t, "metadata").session
+	s.noteMetadata(context.Background(), "2026-08-22T14:00:02Z", metadata{Title: json.RawMessage(`"newer"`)})
+	s.noteMetadata(context.Background(), "2026-08-22T14:00:01Z", metadata{Title: json.RawMessage(`"older"`)})
+	assert.Equal(t, `"newer"`, s.metadata.values["title"])
+}
+
+// A pushed stored event is mapped ahead of the socket only when it extends
+// what was processed: its parent was, or it is a root and nothing was,
+// not even before a restart (the cursor is stored, the vendor ids are not).
+func TestPushExtends(t *testing.T) {
+	event := func(t *testing.T, id, parent string) mapping.Event {
+		fields := map[string]any{"id": id, "kind": "MessageEvent", "source": "agent"}
+		if parent != "" {
+			fields["parent_id"] = parent
+		}
+		return eventOf(t, fields)
+	}
+	for _, tc := range []struct {
+		name    string
+		prepare func(s *session)
+		parent  string
+		want    bool
+	}{
+		{name: "root of a fresh session", prepare: func(*session) {}, want: true},
+		{name: "root after a session socket's restart", prepare: func(s *session) { s.durable.Cursor.DurableSeq = 4 }},
+		{name: "root after a legacy socket's restart", prepare: func(s *session) { s.durable.Cursor.ResumeTS = "2026-08-22T14:00:00.000000" }},
+		{name: "root after an event", prepare: func(s *session) { s.vendorIDs.Put("p", "") }},
+		{name: "child of a processed event", prepare: func(s *session) { s.vendorIDs.Put("p", "") }, parent: "p", want: true},
+		{name: "child of an unseen event", prepare: func(*session) {}, parent: "p"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := offlineConversation(t, "extends").session
+			tc.prepare(s)
+			assert.Equal(t, tc.want, s.extends(event(t, "c", tc.parent)))
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -162,4 +163,19 @@ func TestSubagentStoppedAfterSessionEnded(t *testing.T) {
 	c := newConversation(t, testConfig(aep.CaptureMetadata, false))
 	feed(t, c, stateEvent(t, "s1", StatusRunning), childLaunch(t, testChild, false), stateEvent(t, "s2", StatusDeleting))
 	assert.Nil(t, c.SubagentStopped(testChild, StatusFinished, received))
+}
+
+// A conversation waits to see at most maxOpenChildren children stop: a
+// child started past them gets no delegation.subagent.stopped, and the
+// ones it waits for still do.
+func TestOpenChildrenAreBounded(t *testing.T) {
+	c := newConversation(t, testConfig(aep.CaptureMetadata, false))
+	feed(t, c, stateEvent(t, "s1", StatusRunning))
+	children := make([]string, maxOpenChildren+1)
+	for i := range children {
+		children[i] = fmt.Sprintf("7d1e2f30-4a5b-4c6d-8e9f-%012x", i)
+		require.NotNil(t, findType(feed(t, c, childLaunch(t, children[i], false)), typeSubagentStarted))
+	}
+	assert.Nil(t, c.SubagentStopped(children[maxOpenChildren], StatusFinished, received), "started past the bound")
+	assert.NotNil(t, c.SubagentStopped(children[0], StatusFinished, received))
 }
