@@ -3,6 +3,8 @@ package aeprelayexporter // import "github.com/otelcol-openhands/otelcol-openhan
 import (
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -110,4 +112,29 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// credentials names what authenticates this exporter's link to the relay:
+// the token, an auth extension, an Authorization header, or the
+// endpoint's access_token (the relay's query fallback, which is sent).
+// One list decides both what a plaintext hop would expose and whether
+// commands arrive over an authenticated link.
+func (cfg *Config) credentials() []string {
+	var carried []string
+	if cfg.Token != "" {
+		carried = append(carried, "token")
+	}
+	if cfg.Auth.HasValue() {
+		carried = append(carried, "auth")
+	}
+	for name := range cfg.Headers.Iter {
+		if http.CanonicalHeaderKey(name) == "Authorization" {
+			carried = append(carried, "Authorization header")
+			break
+		}
+	}
+	if u, err := url.Parse(cfg.Endpoint); err == nil && u.Query().Has("access_token") {
+		carried = append(carried, "access_token")
+	}
+	return carried
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -88,16 +87,7 @@ func (e *relayExporter) start(ctx context.Context, host component.Host) error {
 // protected names what this exporter's link to the relay carries that a
 // plaintext hop would expose: credentials, and commands the gate accepts.
 func (e *relayExporter) protected(host component.Host) []string {
-	var carried []string
-	if e.cfg.Token != "" {
-		carried = append(carried, "token")
-	}
-	if e.cfg.Auth.HasValue() {
-		carried = append(carried, "auth")
-	}
-	if u, err := url.Parse(e.cfg.Endpoint); err == nil && u.Query().Has("access_token") {
-		carried = append(carried, "access_token")
-	}
+	carried := e.cfg.credentials()
 	if e.cfg.Control != nil {
 		if h, err := findControlHandler(*e.cfg.Control, host.GetExtensions()); err == nil && len(h.Accepts()) > 0 {
 			carried = append(carried, "control commands")

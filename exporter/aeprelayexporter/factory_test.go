@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exportertest"
@@ -87,6 +88,9 @@ func TestPlaintextWarnedAtStart(t *testing.T) {
 	}{
 		{"token", "http://relay.invalid:1", func(c *Config, _ *testHost) { c.Token = "t" }, []any{"token"}},
 		{"access_token", "http://relay.invalid:1/?access_token=" + relayToken, func(*Config, *testHost) {}, []any{"access_token"}},
+		{"Authorization header", "http://relay.invalid:1", func(c *Config, _ *testHost) {
+			c.Headers = configopaque.MapList{{Name: "authorization", Value: "Bearer " + relayToken}}
+		}, []any{"Authorization header"}},
 		{"open gate", "http://relay.invalid:1", func(c *Config, h *testHost) {
 			c.Control = &controlID
 			h.extensions[controlID] = newFakeControl("control.pause")

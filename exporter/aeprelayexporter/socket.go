@@ -100,7 +100,7 @@ func (s *socketTransport) start(ctx context.Context, host component.Host) error 
 			return ferr
 		}
 		h.Bind()
-		s.control = &controlLink{handler: h, authenticated: s.sendsCredentials()}
+		s.control = &controlLink{handler: h, authenticated: len(s.cfg.credentials()) > 0}
 		if len(h.Accepts()) > 0 && !s.control.authenticated {
 			s.logger.Warn("control: the gate is open but this exporter sends the relay no credentials; "+
 				"the hello declares accepts: [] and every command is rejected unsupported (set token or auth)", zap.String("relay", s.relay.display))
@@ -119,20 +119,6 @@ func (s *socketTransport) start(ctx context.Context, host component.Host) error 
 	s.stop, s.done = stop, make(chan struct{})
 	go s.run(runCtx)
 	return nil
-}
-
-// sendsCredentials reports whether the upgrade request authenticates: a
-// token, an auth extension, or a configured Authorization header.
-func (s *socketTransport) sendsCredentials() bool {
-	if s.cfg.Token != "" || s.cfg.Auth.HasValue() {
-		return true
-	}
-	for name := range s.cfg.Headers.Iter {
-		if http.CanonicalHeaderKey(name) == "Authorization" {
-			return true
-		}
-	}
-	return false
 }
 
 func (s *socketTransport) shutdown(ctx context.Context) error {

@@ -492,18 +492,23 @@ func TestSocketWarnsWhenCommandsCannotReachIt(t *testing.T) {
 		accepts  []string
 		token    configopaque.String
 		header   bool
+		query    bool
 		wantWarn bool
 	}{
-		{"open gate, no credentials", []string{"control.pause"}, "", false, true},
-		{"open gate, a token", []string{"control.pause"}, relayToken, false, false},
-		{"open gate, an Authorization header", []string{"control.pause"}, "", true, false},
-		{"closed gate", nil, "", false, false},
+		{"open gate, no credentials", []string{"control.pause"}, "", false, false, true},
+		{"open gate, a token", []string{"control.pause"}, relayToken, false, false, false},
+		{"open gate, an Authorization header", []string{"control.pause"}, "", true, false, false},
+		{"open gate, an access_token", []string{"control.pause"}, "", false, true, false},
+		{"closed gate", nil, "", false, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			relay := startRelay(t, aeprelaytest.Config{})
 			host := newTestHost()
 			host.extensions[controlID] = newFakeControl(tc.accepts...)
 			cfg := testConfig(relay.URL())
+			if tc.query {
+				cfg = testConfig(relay.URL() + "?access_token=" + relayToken)
+			}
 			cfg.Token = tc.token
 			if tc.header {
 				cfg.Headers = configopaque.MapList{{Name: "authorization", Value: "Bearer " + relayToken}}
