@@ -54,10 +54,11 @@ demo: build
 demo-control: build
 	$(GO) run ./internal/testing/demo -scenario control -collector $(BIN) -config testdata/demo-control-config.yaml
 
-# demo-fleet is the demo with other agents beside OpenHands: a Codex-shaped
-# OTLP log export (otlp receiver, aepinbound processor) and an AEP
-# emitter's POST (aep receiver) into the same collector: one relay stream,
-# one waterfall per session, one cost table.
+# demo-fleet is the demo with other agents beside OpenHands: Codex- and
+# VS Code-shaped OTLP log exports (otlp receiver, aepinbound processor) and
+# an AEP emitter's POST (aep receiver) into the same collector: one relay
+# stream, one waterfall per session, one cost table with every agent's
+# tokens and cost.
 demo-fleet: build
 	$(GO) run ./internal/testing/demo -scenario fleet -collector $(BIN) -config testdata/demo-fleet-config.yaml
 

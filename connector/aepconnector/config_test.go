@@ -30,6 +30,20 @@ func TestLoadConfig(t *testing.T) {
 		assert.Equal(t, OpenSpansConfig{MaxEntries: 500, TTL: 10 * time.Minute}, cfg.OpenSpans)
 		assert.Equal(t, 100, cfg.MaxSeries)
 	})
+	t.Run("prices", func(t *testing.T) {
+		cfg := loadConfig(t, "prices")
+		require.NoError(t, confmap.Validate(cfg))
+		assert.Equal(t, map[string]ModelPrice{
+			"gpt-5-codex": {Input: 1.25, CachedInput: ptr(0.125), Output: 10},
+			"gpt-5.2":     {Input: 1.75, Output: 14},
+		}, cfg.Prices)
+	})
+	t.Run("bad prices", func(t *testing.T) {
+		err := confmap.Validate(loadConfig(t, "badprices"))
+		for _, key := range []string{"prices: a model name must not be empty", `prices["gpt-5.2"].input`, `prices["gpt-5.2"].cached_input`, `prices["gpt-5.2"].output`} {
+			assert.ErrorContains(t, err, key)
+		}
+	})
 	t.Run("invalid", func(t *testing.T) {
 		err := confmap.Validate(loadConfig(t, "invalid"))
 		require.Error(t, err)

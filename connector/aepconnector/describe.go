@@ -1,6 +1,7 @@
 package aepconnector // import "github.com/otelcol-openhands/otelcol-openhands/connector/aepconnector"
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
@@ -19,6 +20,8 @@ const (
 	attrTokenType      = "gen_ai.token.type"
 	attrInputTokens    = "gen_ai.usage.input_tokens"
 	attrOutputTokens   = "gen_ai.usage.output_tokens"
+	attrCachedTokens   = "gen_ai.usage.cache_read.input_tokens"
+	attrRequestModel   = "gen_ai.request.model"
 	attrErrorType      = "error.type"
 	attrOutcome        = "aep.outcome"
 	attrRunID          = "aep.run_id"
@@ -39,7 +42,28 @@ const (
 
 	// otherErrorType is the semantic conventions' fallback error.type.
 	otherErrorType = "_OTHER"
+
+	// currencyUSD is the currency of prices: US dollars, as litellm, which
+	// prices the openhands receiver's runs, has them.
+	currencyUSD = "USD"
 )
+
+// modelCallOperations are the GenAI conventions' operations of one model
+// call (an inference).
+var modelCallOperations = []string{"chat", "text_completion", "generate_content"}
+
+// modelCall reports whether ev is the record of one model call, and its
+// operation: data names one of modelCallOperations in
+// gen_ai.operation.name (the VS Code agent's inference records, Codex's
+// completed responses through the aepinbound processor). Run events never
+// are: a run's usage is its terminal's.
+func modelCall(ev *aep.Event) (string, bool) {
+	op, _ := ev.Data[attrOperationName].(string)
+	if strings.HasPrefix(ev.Type, "run.") || !slices.Contains(modelCallOperations, op) {
+		return "", false
+	}
+	return op, true
+}
 
 // costParts are the cost object's numeric fields (AEP-0002 §5.2).
 var costParts = []string{"total", "prompt", "completion", "cache", "reasoning"}
@@ -136,8 +160,9 @@ func tokens(ev *aep.Event, attr string) (int64, bool) {
 	return int64(n), true
 }
 
-// cost reads the cost object: its currency and each numeric part present.
-func cost(ev *aep.Event) (currency string, parts map[string]float64) {
+// reportedCost reads the cost object: its currency and each numeric part
+// present.
+func reportedCost(ev *aep.Event) (currency string, parts map[string]float64) {
 	c, ok := ev.Data["cost"].(map[string]any)
 	if !ok {
 		return "", nil

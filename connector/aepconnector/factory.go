@@ -49,5 +49,6 @@ func createLogsToMetrics(_ context.Context, set connector.Settings, cfg componen
 		now:       time.Now,
 		series:    make(map[string]*series),
 		latest:    latest,
+		prices:    c.Prices,
 	}, nil
 }

@@ -36,11 +36,11 @@ var (
 
 var (
 	metricTokenUsage = &metricDef{"gen_ai.client.token.usage",
-		"Tokens used per agent run, by token type (input, output).", "{token}", tokenBounds}
+		"Tokens used per agent run or model call, by token type (input, output).", "{token}", tokenBounds}
 	metricOperationDuration = &metricDef{"gen_ai.client.operation.duration",
 		"Duration of agent runs (invoke_agent) and tool calls (execute_tool), by outcome.", "s", durationBounds}
 	metricRunCost = &metricDef{"aep.run.cost",
-		"Cost of agent runs as the agent reported it, in the currency the aep.cost.currency attribute names.", "", nil}
+		"Cost of agent runs and model calls as the agent reported it, else at the configured price of the model, in the currency the aep.cost.currency attribute names.", "", nil}
 	metricAttentionWait = &metricDef{"aep.attention.wait.duration",
 		"Time an agent waited for a human, from attention.requested to its resolution or timeout.", "s", waitBounds}
 	metricEvents = &metricDef{"aep.events",
@@ -59,6 +59,8 @@ type metricsConnector struct {
 	now       func() time.Time
 	// latest adds the current GenAI conventions' agent metrics (semconv.go).
 	latest bool
+	// prices cost model calls that report tokens but no cost.
+	prices map[string]ModelPrice
 
 	mu     sync.Mutex
 	series map[string]*series
@@ -95,6 +97,9 @@ func (c *metricsConnector) ConsumeLogs(ctx context.Context, ld plog.Logs) error 
 	c.core.consume(ctx, ld, func(_ int, ev *aep.Event, _ time.Time, ops []*operation) {
 		record(metricEvents, ev.Agent, 1,
 			label{attrType, ev.Type}, label{attrSeverity, string(ev.EffectiveSeverity())})
+		if operation, ok := modelCall(ev); ok {
+			c.recordUsage(ev, operation, record)
+		}
 		for _, op := range ops {
 			c.recordOperation(op, record)
 		}
@@ -134,17 +139,49 @@ func (c *metricsConnector) recordOperation(o *operation, record recordFunc) {
 	if c.latest {
 		recordCallCounts(o, record)
 	}
+	c.recordUsage(ev, operationInvokeAgent, record)
+}
+
+// recordUsage records the token usage and cost ev reports for one
+// operation: a run's on its terminal, a model call's on its record. The
+// cost is the one the event reports, else the price of its model.
+func (c *metricsConnector) recordUsage(ev *aep.Event, operation string, record recordFunc) {
+	model, _ := ev.Data[attrRequestModel].(string)
 	for _, tt := range []struct{ attr, tokenType string }{{attrInputTokens, "input"}, {attrOutputTokens, "output"}} {
 		if n, ok := tokens(ev, tt.attr); ok {
-			record(metricTokenUsage, ev.Agent, float64(n), label{attrOperationName, operationInvokeAgent},
-				label{attrTokenType, tt.tokenType})
+			record(metricTokenUsage, ev.Agent, float64(n), label{attrOperationName, operation},
+				label{attrTokenType, tt.tokenType}, label{attrRequestModel, model})
 		}
 	}
-	if currency, parts := cost(ev); currency != "" {
-		if total, ok := parts["total"]; ok {
-			record(metricRunCost, ev.Agent, total, label{attrCostCurrency, currency})
-		}
+	if currency, total, ok := c.cost(ev, model); ok {
+		record(metricRunCost, ev.Agent, total, label{attrCostCurrency, currency},
+			label{attrOperationName, operation}, label{attrRequestModel, model})
 	}
+}
+
+// cost is the total cost ev reports, else its tokens at the model's price
+// when prices has it: cached input at the cached price, the rest of the
+// input at the input price, output (reasoning included) at the output
+// price.
+func (c *metricsConnector) cost(ev *aep.Event, model string) (currency string, total float64, ok bool) {
+	if currency, parts := reportedCost(ev); currency != "" {
+		total, ok = parts["total"]
+		return currency, total, ok
+	}
+	price, priced := c.prices[model]
+	input, hasInput := tokens(ev, attrInputTokens)
+	output, hasOutput := tokens(ev, attrOutputTokens)
+	if !priced || !hasInput || !hasOutput {
+		return "", 0, false
+	}
+	cached, _ := tokens(ev, attrCachedTokens)
+	cached = min(cached, input)
+	cachedPrice := price.Input
+	if price.CachedInput != nil {
+		cachedPrice = *price.CachedInput
+	}
+	perToken := float64(input-cached)*price.Input + float64(cached)*cachedPrice + float64(output)*price.Output
+	return currencyUSD, perToken / 1e6, true
 }
 
 // recordDuration records an operation's duration in

@@ -45,10 +45,18 @@ func inbound(t *testing.T, exports ...plog.Logs) plog.Logs {
 // root of its own trace with the session on it, durations from the
 // vendor's duration_ms, a policy denial as a zero-length span with an
 // unknown start; session.started and the vendor-namespaced records make
-// no span, and the record that is not an agent's is skipped.
+// no span, and the record that is not an agent's is skipped. Codex's
+// completed response and VS Code's inference record are model calls:
+// their tokens, with their model, and their cost at the configured prices.
 func TestInboundSessionsSpans(t *testing.T) {
-	h := newHarness(t, nil)
-	ld := inbound(t, vendorexport.Codex(0, "codex.conversation_starts", "codex.conversation_starts", "codex.tool_result", "codex.tool_decision", "codex.api_request"),
+	cfg := createDefaultConfig().(*Config)
+	cfg.Prices = map[string]ModelPrice{
+		"gpt-5-codex": {Input: 1.25, CachedInput: ptr(0.125), Output: 10},
+		"gpt-5.2":     {Input: 1.75, CachedInput: ptr(0.175), Output: 14},
+	}
+	h := newHarness(t, cfg)
+	ld := inbound(t, vendorexport.Codex(0, "codex.conversation_starts", "codex.conversation_starts", "codex.tool_result", "codex.tool_decision",
+		"codex.api_request", "codex.sse_event"),
 		vendorexport.VSCode())
 	require.NoError(t, h.traces.ConsumeLogs(context.Background(), ld))
 	require.NoError(t, h.metrics.ConsumeLogs(context.Background(), ld))
@@ -83,3 +91,5 @@ func TestRunlessToolCallWithStart(t *testing.T) {
 		assert.Zero(t, c.tracker.order.Len(), "nothing stays open")
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

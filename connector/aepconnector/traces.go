@@ -120,7 +120,7 @@ func putUsage(attrs pcommon.Map, ev *aep.Event) {
 			attrs.PutInt(attr, n)
 		}
 	}
-	currency, parts := cost(ev)
+	currency, parts := reportedCost(ev)
 	if currency == "" {
 		return
 	}

@@ -33,23 +33,31 @@ const (
 )
 
 // codexNames are the records of the Codex export: one process, two
-// conversations (the records alternate between them), three tool results
-// and a denial by the configured policy.
+// conversations (the records alternate between them), three tool results,
+// a denial by the configured policy and a completed model response with its
+// token usage in each conversation.
 var codexNames = []string{"codex.conversation_starts", "codex.conversation_starts",
-	"codex.tool_result", "codex.tool_result", "codex.tool_result", "codex.tool_decision"}
+	"codex.tool_result", "codex.tool_result", "codex.tool_result", "codex.tool_decision",
+	"codex.sse_event", "codex.sse_event"}
 
 // fleetSpans are the spans the fleet scenario makes: the OpenHands
-// scenario's, the emitter's run and tool call, Codex's four tool calls (no
-// runs).
-const fleetSpans = scenarioSpans + 2 + 4
+// scenario's, the emitter's run and tool call, Codex's four tool calls and
+// VS Code's two (no runs).
+const fleetSpans = scenarioSpans + 2 + 4 + 2
+
+// fleetAgents are the agents of the fleet scenario, each of which reports
+// tokens and cost: OpenHands and the emitter per run, Codex per response,
+// VS Code per inference.
+var fleetAgents = []string{"claude-code", "codex", "openhands", "vscode"}
 
 // runFleet is `make demo-fleet`: next to the OpenHands conversation of the
-// watch scenario, a Codex process exports its own OTel logs to the
-// collector's otlp receiver (mapped to AEP by the aepinbound processor) and
-// an AEP emitter POSTs a session to the aep receiver. Everything reaches
-// one relay stream; the aep connector makes one waterfall per session and
-// one cost table. The collector runs with the current GenAI conventions'
-// metrics opted in.
+// watch scenario, a Codex process and the VS Code extension export their
+// own OTel logs to the collector's otlp receiver (mapped to AEP by the
+// aepinbound processor) and an AEP emitter POSTs a session to the aep
+// receiver. Everything reaches one relay stream; the aep connector makes
+// one waterfall per session and one cost table (Codex's and VS Code's cost
+// at the connector's prices). The collector runs with the current GenAI
+// conventions' metrics opted in.
 func runFleet(ctx context.Context, collectorBin, config string) (err error) {
 	f, err := startFixtures(true)
 	if err != nil {
@@ -90,6 +98,14 @@ func runFleet(ctx context.Context, collectorBin, config string) (err error) {
 	if err := post(ctx, "http://"+otlp+"/v1/logs", export, http.StatusOK, "Content-Type", "application/x-protobuf"); err != nil {
 		return fmt.Errorf("codex export: %w", err)
 	}
+	say("vs code: the Copilot Chat extension exports its own OTel logs (OTLP/HTTP JSON)")
+	export, err = plogotlp.NewExportRequestFromLogs(vendorexport.VSCode()).MarshalJSON()
+	if err != nil {
+		return err
+	}
+	if err := post(ctx, "http://"+otlp+"/v1/logs", export, http.StatusOK, "Content-Type", "application/json"); err != nil {
+		return fmt.Errorf("vs code export: %w", err)
+	}
 	say("an AEP emitter (claude-code) POSTs a session with one run to the aep receiver")
 	batch, err := emitterBatch(time.Now())
 	if err != nil {
@@ -104,7 +120,8 @@ func runFleet(ctx context.Context, collectorBin, config string) (err error) {
 		return err
 	}
 	for _, w := range []struct{ session, typ string }{
-		{conv.ID(), "run.finished"}, {emitterSession, "run.finished"}, {"019a-conv-b", "tool.denied"},
+		{conv.ID(), "run.finished"}, {emitterSession, "run.finished"}, {"019a-conv-b", "x.codex.otel.sse_event"},
+		{"vsc-window-1", "tool.failed"},
 	} {
 		if err := watch.waitFor(w.session+" "+w.typ, watch.seen(w.session, w.typ)); err != nil {
 			return err
@@ -193,16 +210,19 @@ func post(ctx context.Context, url string, body []byte, want int, header ...stri
 func showFleet(ctx context.Context, w io.Writer, traces *telemetrysink.Traces, metricsURL string) error {
 	spans, samples, err := awaitTelemetry(ctx, traces, metricsURL, fmt.Sprintf("%d spans and every agent's figures", fleetSpans),
 		func(spans []ptrace.Span, samples telemetrysink.Samples) bool {
-			_, openhandsCost := samples.Sum("aep_run_cost_total", "gen_ai_agent_name", "openhands")
-			_, emitterCost := samples.Sum("aep_run_cost_total", "gen_ai_agent_name", "claude-code")
+			for _, agent := range fleetAgents {
+				if _, costed := samples.Sum("aep_run_cost_total", "gen_ai_agent_name", agent); !costed {
+					return false
+				}
+			}
 			_, latest := samples.Sum("gen_ai_invoke_agent_duration_seconds_count")
-			return len(spans) >= fleetSpans && openhandsCost && emitterCost && latest && toolCalls(samples, "codex") == 4
+			return len(spans) >= fleetSpans && latest && toolCalls(samples, "codex") == 4 && toolCalls(samples, "vscode") == 2
 		})
 	if err != nil {
 		return err
 	}
 	writeWaterfall(w, spans)
-	writeCostTable(w, samples, spanAgents(spans))
+	writeCostTable(w, samples, fleetAgents)
 	runs, _ := samples.Sum("gen_ai_invoke_agent_duration_seconds_count")
 	timed, _ := samples.Sum("gen_ai_execute_tool_duration_seconds_count")
 	perRun, _ := samples.Sum("gen_ai_invoke_agent_tool_calls_sum")
@@ -223,10 +243,11 @@ func toolCalls(samples telemetrysink.Samples, agent string) float64 {
 	return n
 }
 
-// writeCostTable prints, per agent, its runs, tool calls, tokens and cost
-// as the prometheus exporter shows them; "-" where the agent reports none.
+// writeCostTable prints, per agent, its runs, model calls reported
+// without a run, tool calls, tokens and cost as the prometheus exporter
+// shows them; "-" where the agent reports none.
 func writeCostTable(w io.Writer, samples telemetrysink.Samples, agents []string) {
-	fmt.Fprintf(w, "cost     | %-12s %5s %11s %13s %14s %12s\n", "agent", "runs", "tool calls", "input tokens", "output tokens", "cost (USD)")
+	fmt.Fprintf(w, "cost     | %-12s %5s %12s %11s %13s %14s %12s\n", "agent", "runs", "model calls", "tool calls", "input tokens", "output tokens", "cost (USD)")
 	for _, agent := range agents {
 		figure := func(metric string, labels ...string) string {
 			v, ok := samples.Sum(metric, append(labels, "gen_ai_agent_name", agent)...)
@@ -235,24 +256,14 @@ func writeCostTable(w io.Writer, samples telemetrysink.Samples, agents []string)
 			}
 			return fmt.Sprintf("%g", v)
 		}
-		fmt.Fprintf(w, "cost     | %-12s %5s %11s %13s %14s %12s\n", agent,
+		fmt.Fprintf(w, "cost     | %-12s %5s %12s %11s %13s %14s %12s\n", agent,
 			figure("gen_ai_client_operation_duration_seconds_count", "gen_ai_operation_name", "invoke_agent"),
+			figure("gen_ai_client_token_usage_count", "gen_ai_operation_name", "chat", "gen_ai_token_type", "input"),
 			fmt.Sprintf("%g", toolCalls(samples, agent)),
 			figure("gen_ai_client_token_usage_sum", "gen_ai_token_type", "input"),
 			figure("gen_ai_client_token_usage_sum", "gen_ai_token_type", "output"),
 			figure("aep_run_cost_total", "aep_cost_currency", "USD"))
 	}
-}
-
-func spanAgents(spans []ptrace.Span) []string {
-	var agents []string
-	for _, s := range spans {
-		if a := attr(s, "gen_ai.agent.name"); !slices.Contains(agents, a) {
-			agents = append(agents, a)
-		}
-	}
-	slices.Sort(agents)
-	return agents
 }
 
 func eventAgents(events []aeprelaytest.Record) []string {

@@ -47,7 +47,7 @@ func main() {
 	collector := flag.String("collector", "bin/otelcol-openhands", "the built collector binary")
 	config := flag.String("config", "testdata/demo-config.yaml", "the collector configuration")
 	timeout := flag.Duration("timeout", 90*time.Second, "give up after this long")
-	scenario := flag.String("scenario", "watch", "watch (read-only), control (the gate open, an operator steering) or fleet (Codex and an AEP emitter beside OpenHands)")
+	scenario := flag.String("scenario", "watch", "watch (read-only), control (the gate open, an operator steering) or fleet (Codex, VS Code and an AEP emitter beside OpenHands)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -27,7 +27,8 @@ func appendResource(ld plog.Logs, service, version, key, value string) plog.LogR
 // resource for the process (service.name, service.version, host.name),
 // every field formatted as text, event.timestamp on every record and no
 // time fields set, two conversations in one process, and a record of
-// another kind that is not the vendor's.
+// another kind that is not the vendor's. A codex.sse_event is a completed
+// response with its token usage.
 func Codex(startSecond int, names ...string) plog.Logs {
 	ld := plog.NewLogs()
 	lrs := appendResource(ld, "codex_cli_rs", "0.64.0", "host.name", "ws-7")
@@ -53,6 +54,15 @@ func Codex(startSecond int, names ...string) plog.Logs {
 			a.PutStr("tool_name", "shell")
 			a.PutStr("decision", "denied")
 			a.PutStr("source", "config")
+		case "codex.sse_event":
+			// A completed response and its usage (sse_event_completed):
+			// the counts Display-formatted, the optional ones typed.
+			a.PutStr("event.kind", "response.completed")
+			a.PutStr("input_token_count", "12480")
+			a.PutStr("output_token_count", "820")
+			a.PutInt("cached_token_count", 10240)
+			a.PutInt("reasoning_token_count", 384)
+			a.PutStr("tool_token_count", "0")
 		}
 	}
 	lrs.AppendEmpty().Body().SetStr("an application log line that is not an agent's")

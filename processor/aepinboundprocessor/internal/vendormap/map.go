@@ -115,7 +115,11 @@ func Map(v Vendor, rec Record, opts Options) (Mapped, bool) {
 			return m, true
 		}
 	}
-	return Mapped{Type: vendorType(v, suffix), Data: p.companionData(rec, opts), Capture: level}, true
+	data := p.companionData(rec, opts)
+	if data != nil && p.usage != nil {
+		p.usage(suffix, data, rec.Attributes)
+	}
+	return Mapped{Type: vendorType(v, suffix), Data: data, Capture: level}, true
 }
 
 func vendorType(v Vendor, suffix string) string { return "x." + string(v) + ".otel." + suffix }

@@ -173,20 +173,9 @@ func boolAttr(m map[string]any, key string) (bool, bool) {
 // durationAttr reads duration_ms, sent as an integer (VS Code), a double,
 // or its text (Codex), as the non-negative integer AEP's duration_ms is.
 func durationAttr(m map[string]any) (json.Number, bool) {
-	var text string
-	switch v := m["duration_ms"].(type) {
-	case json.Number:
-		text = string(v)
-	case string:
-		text = strings.TrimSpace(v)
-	default:
+	n, ok := countAttr(m, "duration_ms")
+	if !ok {
 		return "", false
 	}
-	if n, err := strconv.ParseInt(text, 10, 64); err == nil && n >= 0 {
-		return json.Number(strconv.FormatInt(n, 10)), true
-	}
-	if f, err := strconv.ParseFloat(text, 64); err == nil && f >= 0 && f < 1<<62 {
-		return json.Number(strconv.FormatInt(int64(f+0.5), 10)), true
-	}
-	return "", false
+	return count(n), true
 }

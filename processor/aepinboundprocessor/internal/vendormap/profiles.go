@@ -46,6 +46,10 @@ type profile struct {
 	gated map[string]aep.Capture
 	// primary maps a known record to its core event in primary mode.
 	primary func(suffix string, rec Record, opts Options) primaryResult
+	// usage, where the vendor reports a model call's usage in its own
+	// names, puts it on the event's data in AEP's (usage.go); nil where
+	// the vendor already sends AEP's names.
+	usage func(suffix string, data, attrs map[string]any)
 }
 
 var profiles = map[Vendor]*profile{
@@ -78,6 +82,11 @@ var profiles = map[Vendor]*profile{
 			"user.account_id": aep.CaptureFull,
 		},
 		primary: codexPrimary,
+		usage: func(suffix string, data, attrs map[string]any) {
+			if suffix == "sse_event" {
+				putCodexUsage(data, attrs)
+			}
+		},
 	},
 	VSCode: {
 		prefix:       "copilot_chat.",
