@@ -2,6 +2,7 @@ package aeprelayexporter // import "github.com/otelcol-openhands/otelcol-openhan
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -77,11 +78,15 @@ func (s *socketTransport) closeLocked(l *relayLink, why string) {
 	s.logger.Debug("closing the AEP relay link of an agent", zap.String("agent", l.agent), zap.String("why", why))
 }
 
+// errLinksBusy: every one of max_links links is sending.
+var errLinksBusy = errors.New("every one of max_links AEP relay links is sending")
+
 // acquire returns the link of agent, opening it on first use, for one
 // push to send on; release gives it back. At max_links the least recently
 // used idle link of another agent is closed to make room; when every link
-// is busy, acquire waits for one to be released, up to ctx.
-func (s *socketTransport) acquire(ctx context.Context, agent string) (*relayLink, error) {
+// is busy, acquire waits for one to be released, up to ctx, or returns
+// errLinksBusy at once unless wait.
+func (s *socketTransport) acquire(ctx context.Context, agent string, wait bool) (*relayLink, error) {
 	s.linksMu.Lock()
 	defer s.linksMu.Unlock()
 	for {
@@ -109,6 +114,9 @@ func (s *socketTransport) acquire(ctx context.Context, agent string) (*relayLink
 			l.users++
 			l.stopIdleTimer()
 			return l, nil
+		}
+		if !wait {
+			return nil, errLinksBusy
 		}
 		released := s.released
 		s.linksMu.Unlock()

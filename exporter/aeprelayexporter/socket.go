@@ -177,17 +177,29 @@ func (s *socketTransport) nextPing() (json.RawMessage, string) {
 // the parts not confirmed: exporterhelper resends the same ids, and the
 // relay dedupes buffer admission on (source, id).
 func (s *socketTransport) send(ctx context.Context, src *pushSource) error {
-	d := delivery{s: s, parts: make(map[string]*linkBatch)}
+	d := delivery{s: s, parts: make(map[string]*linkBatch), failed: make(map[string]error)}
 	deadline := writeDeadline(ctx, s.cfg.ConfirmTimeout)
 	for chunk := src.take(writeChunk); len(chunk) > 0; chunk = src.take(writeChunk) {
 		for _, group := range byAgent(chunk) {
-			if p := d.part(ctx, group[0]); p != nil {
-				p.write(deadline, group)
+			p := d.part(ctx, group[0].agent)
+			if p == nil {
+				for _, ev := range group {
+					s.refuseAgent(ctx, ev)
+				}
+				continue
 			}
+			p.write(deadline, group)
 		}
 	}
-	d.confirm(ctx, deadline)
-	return d.settle(ctx)
+	d.finish(ctx)
+	return d.result()
+}
+
+// refuseAgent drops an event of another agent when max_links opens no
+// link for it.
+func (s *socketTransport) refuseAgent(ctx context.Context, ev outboundEvent) {
+	s.drop(ctx, refusal{reason: reasonAgentMismatch, id: ev.id, typ: ev.typ, session: ev.session,
+		err: fmt.Errorf("event agent %q is not agent %q, and max_links: 1 opens no link for another agent (raise max_links, or set transport: http)", ev.agent, s.cfg.Agent)})
 }
 
 // byAgent splits a chunk by agent, each group in chunk order.
@@ -206,16 +218,25 @@ func byAgent(chunk []outboundEvent) [][]outboundEvent {
 	return groups
 }
 
-// delivery is one push on its way, a part per agent.
+// delivery is one push on its way: a part per agent, and what the parts
+// already finished left to send.
 type delivery struct {
 	s     *socketTransport
 	parts map[string]*linkBatch
 	order []*linkBatch
+	// errs and pending are the failures of finished parts and their
+	// events still to be sent.
+	errs    []error
+	pending []outboundEvent
+	// failed holds the agents whose finished part failed: the rest of
+	// their events wait for the retry, behind the failed ones.
+	failed map[string]error
 }
 
 // linkBatch is the part of a push that travels on one agent's link.
 type linkBatch struct {
-	link *relayLink // nil when no link could be had (err says why)
+	agent string
+	link  *relayLink // nil when no link could be had (err says why)
 	conn *relayConn
 	wait *batchWait
 	// events are every event of the part, written or not, in order.
@@ -227,22 +248,29 @@ type linkBatch struct {
 	err error
 }
 
-// part is the part of ev's agent, its link acquired and connected on
-// first use; nil when ev cannot be sent on any link, which drops it.
-func (d *delivery) part(ctx context.Context, ev outboundEvent) *linkBatch {
+// part is the part of agent, its link acquired and connected on first
+// use; nil when max_links opens no link for it. When every link is taken
+// and this push holds some, its parts so far are finished first, so that
+// a push with more agents than max_links goes out a few links at a time.
+func (d *delivery) part(ctx context.Context, agent string) *linkBatch {
 	s := d.s
-	if p, ok := d.parts[ev.agent]; ok {
+	if p, ok := d.parts[agent]; ok {
 		return p
 	}
-	if ev.agent != s.cfg.Agent && s.cfg.MaxLinks == 1 {
-		s.drop(ctx, refusal{reason: reasonAgentMismatch, id: ev.id, typ: ev.typ, session: ev.session,
-			err: fmt.Errorf("event agent %q is not agent %q, and max_links: 1 opens no link for other agents (raise max_links, or use transport: http)", ev.agent, s.cfg.Agent)})
+	if agent != s.cfg.Agent && s.cfg.MaxLinks == 1 {
 		return nil
 	}
-	p := &linkBatch{}
-	d.parts[ev.agent] = p
+	p := &linkBatch{agent: agent, err: d.failed[agent]}
+	if p.err == nil {
+		p.link, p.err = s.acquire(ctx, agent, len(d.order) == 0)
+		if errors.Is(p.err, errLinksBusy) {
+			d.finish(ctx)
+			p.link, p.err = s.acquire(ctx, agent, true)
+		}
+	}
+	d.parts[agent] = p
 	d.order = append(d.order, p)
-	if p.link, p.err = s.acquire(ctx, ev.agent); p.err != nil {
+	if p.err != nil {
 		return p
 	}
 	if p.conn, p.err = s.connected(ctx, p.link); p.err != nil {
@@ -275,9 +303,35 @@ func (p *linkBatch) fail(err error) {
 	p.conn.fail(err)
 }
 
-// confirm writes each part's ping, then waits for their pongs, which
-// confirm the parts in parallel.
-func (d *delivery) confirm(ctx context.Context, deadline time.Time) {
+// finish confirms the current parts, accounts for them and gives their
+// links back.
+func (d *delivery) finish(ctx context.Context) {
+	d.confirm(ctx)
+	for _, p := range d.order {
+		var refused map[string]relayRefusal
+		if p.wait != nil {
+			refused = p.conn.settle(p.wait)
+		}
+		if p.link != nil {
+			d.s.release(p.link)
+		}
+		unsent := d.s.settle(ctx, p.events, refused, p.err)
+		if p.err != nil {
+			if d.failed[p.agent] == nil {
+				d.errs = append(d.errs, p.err)
+				d.failed[p.agent] = p.err
+			}
+			d.pending = append(d.pending, unsent...)
+		}
+	}
+	clear(d.parts)
+	d.order = d.order[:0]
+}
+
+// confirm writes each current part's ping, then waits for their pongs,
+// which confirm the parts in parallel.
+func (d *delivery) confirm(ctx context.Context) {
+	deadline := writeDeadline(ctx, d.s.cfg.ConfirmTimeout)
 	for _, p := range d.order {
 		if p.err != nil {
 			continue
@@ -309,39 +363,22 @@ func (d *delivery) confirm(ctx context.Context, deadline time.Time) {
 	}
 }
 
-// settle accounts for every part and gives its link back: the events the
-// relay refused are dropped, whatever happened to the rest; the rest are
-// sent when their part was confirmed, and still to go otherwise, in record
-// order.
-func (d *delivery) settle(ctx context.Context) error {
-	var errs []error
-	var pending []outboundEvent
-	for _, p := range d.order {
-		var refused map[string]relayRefusal
-		if p.wait != nil {
-			refused = p.conn.settle(p.wait)
-		}
-		if p.link != nil {
-			d.s.release(p.link)
-		}
-		unsent := d.s.settle(ctx, p.events, refused, p.err)
-		if p.err != nil {
-			errs = append(errs, p.err)
-			pending = append(pending, unsent...)
-		}
-	}
-	if len(errs) == 0 {
+// result is the push's outcome once every part is finished: nil when
+// each was confirmed; otherwise the failures, carrying the events still to
+// be sent in record order (a permanent failure carries none).
+func (d *delivery) result() error {
+	if len(d.errs) == 0 {
 		return nil
 	}
-	err := errors.Join(errs...)
+	err := errors.Join(d.errs...)
 	if consumererror.IsPermanent(err) {
 		return err
 	}
-	slices.SortFunc(pending, func(a, b outboundEvent) int {
+	slices.SortFunc(d.pending, func(a, b outboundEvent) int {
 		return cmp.Or(cmp.Compare(a.record.Resource, b.record.Resource),
 			cmp.Compare(a.record.Scope, b.record.Scope), cmp.Compare(a.record.Record, b.record.Record))
 	})
-	return &unsentError{err: err, pending: pending}
+	return &unsentError{err: err, pending: d.pending}
 }
 
 // settle drops the events of a part the relay refused, counts the rest as
