@@ -243,3 +243,37 @@ func TestSocketRelayRefusalOnAnotherAgentsLink(t *testing.T) {
 	assert.Equal(t, int64(len(events)-1), h.counter(t, "otelcol_aeprelay_events_sent"))
 	assert.Equal(t, int64(0), h.counter(t, "otelcol_aeprelay_unmatched_errors"), "the refusal landed on the codex link's batch")
 }
+
+// TestSocketFailedPartHoldsItsAgentBack: a push with more agents than
+// links finishes its parts a few at a time; once an agent's part failed,
+// the agent's later events in the push wait for the retry behind it,
+// never overtaking it on a fresh link.
+func TestSocketFailedPartHoldsItsAgentBack(t *testing.T) {
+	relay := startRelay(t, aeprelaytest.Config{})
+	relay.SetPong(aeprelaytest.PongMode{Never: true, Agent: "codex"})
+	cfg := socketConfig(relay)
+	cfg.MaxLinks = 2
+	cfg.ConfirmTimeout = 300 * time.Millisecond
+	h := startExporter(t, cfg, nil)
+
+	// codex's second event is in the push's second chunk.
+	events := []*aep.Event{agentEvent("codex", "c1", 0)}
+	for i := range writeChunk {
+		events = append(events, agentEvent("vscode", "v1", int64(i)))
+	}
+	events = append(events, agentEvent("codex", "c1", 1))
+	err := h.consume(t, aeptest.LogsOf(t, events...))
+	var retry consumererror.Logs
+	require.True(t, errors.As(err, &retry), "the push carries what is left: %v", err)
+	var left []string
+	for _, ev := range aeptest.EventsOf(t, retry.Data()) {
+		left = append(left, ev.ID)
+	}
+	assert.Equal(t, []string{"ev-c1-0000", "ev-c1-0001"}, left)
+	assert.NotContains(t, relayIDs(relay), "ev-c1-0001", "codex's later event never left ahead of its failed part")
+
+	relay.SetPong(aeprelaytest.PongMode{})
+	require.NoError(t, h.consume(t, retry.Data()))
+	assert.ElementsMatch(t, ids(events), relayIDs(relay))
+	requireNoViolations(t, relay)
+}
