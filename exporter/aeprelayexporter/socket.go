@@ -23,7 +23,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/ratelog"
 )
 
-// errShutDown fails pushes that outlive the connection manager.
+// errShutDown fails pushes that outlive the connection managers.
 var errShutDown = errors.New("aeprelay exporter is shut down")
 
 // socketTransport is the WebSocket binding: one link per agent identity
@@ -40,7 +40,8 @@ type socketTransport struct {
 	status  *statusReporter
 	relay   socketEndpoint
 	pingSeq atomic.Int64
-	// drop reports an event the relay refused on its own.
+	// drop reports an event dropped from a push that goes on: the relay
+	// refused it, or no link may carry its agent.
 	drop func(context.Context, refusal)
 
 	// Set by start.
@@ -61,7 +62,7 @@ type socketTransport struct {
 	fatalOnce sync.Once
 	fatalErr  error
 	// fatal is closed once the relay refused this exporter for good
-	// (fatalErr); every link's manager has stopped.
+	// (fatalErr); every link's manager stops.
 	fatal chan struct{}
 }
 
@@ -167,7 +168,6 @@ func (s *socketTransport) nextPing() (json.RawMessage, string) {
 	return json.RawMessage(t), t
 }
 
-
 // send splits a push's events by agent and delivers each part on its
 // agent's link: written in order, then confirmed by the pong of a ping
 // written after it. The push succeeds once every part is confirmed. An
@@ -237,8 +237,8 @@ type delivery struct {
 type linkBatch struct {
 	agent string
 	link  *relayLink // nil when no link could be had (err says why)
-	conn *relayConn
-	wait *batchWait
+	conn  *relayConn
+	wait  *batchWait
 	// events are every event of the part, written or not, in order.
 	events []outboundEvent
 	// first is when its first frame was written.
@@ -349,6 +349,12 @@ func (d *delivery) confirm(ctx context.Context) {
 			continue
 		}
 		n := len(p.events)
+		select {
+		case <-p.wait.pong: // confirmed while an earlier part was waited for
+			d.s.tel.confirmed(ctx, p.first)
+			continue
+		default:
+		}
 		select {
 		case <-p.wait.pong:
 			d.s.tel.confirmed(ctx, p.first)
