@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/otel/attribute"
 
@@ -67,12 +66,7 @@ func fleetEvents() []*aep.Event {
 
 func TestSocketLinkPerAgent(t *testing.T) {
 	relay := startRelay(t, aeprelaytest.Config{})
-	controlID := component.MustNewID("openhandscontrol")
-	host := newTestHost()
-	host.extensions[controlID] = newFakeControl("control.pause")
-	cfg := socketConfig(relay)
-	cfg.Control = &controlID
-	h := startExporter(t, cfg, host)
+	h, _ := startWithControl(t, relay, "control.pause")
 	events := fleetEvents()
 
 	require.NoError(t, h.consume(t, aeptest.LogsOf(t, events...)))
@@ -114,13 +108,7 @@ func TestSocketLinkPerAgent(t *testing.T) {
 
 func TestSocketCommandsReachOnlyTheAgentLink(t *testing.T) {
 	relay := startRelay(t, aeprelaytest.Config{})
-	controlID := component.MustNewID("openhandscontrol")
-	control := newFakeControl("control.pause")
-	host := newTestHost()
-	host.extensions[controlID] = control
-	cfg := socketConfig(relay)
-	cfg.Control = &controlID
-	h := startExporter(t, cfg, host)
+	h, control := startWithControl(t, relay, "control.pause")
 	require.NoError(t, h.consume(t, aeptest.LogsOf(t, agentEvent("codex", "c1", 0))))
 
 	refusal, err := relay.SendCommand(commandEvent("cmd-1", "control.pause", "c1"))

@@ -419,15 +419,22 @@ func commandEvent(id, typ, session string) []byte {
 		id, typ, session)
 }
 
-func TestSocketHandsCommandsToTheControlExtension(t *testing.T) {
-	relay := startRelay(t, aeprelaytest.Config{})
+// startWithControl starts the exporter on relay, with a control
+// extension that accepts accepts.
+func startWithControl(t *testing.T, relay *aeprelaytest.Relay, accepts ...string) (*harness, *fakeControl) {
+	t.Helper()
 	controlID := component.MustNewID("openhandscontrol")
-	control := newFakeControl("control.pause")
+	control := newFakeControl(accepts...)
 	host := newTestHost()
 	host.extensions[controlID] = control
 	cfg := socketConfig(relay)
 	cfg.Control = &controlID
-	h := startExporter(t, cfg, host)
+	return startExporter(t, cfg, host), control
+}
+
+func TestSocketHandsCommandsToTheControlExtension(t *testing.T) {
+	relay := startRelay(t, aeprelaytest.Config{})
+	h, control := startWithControl(t, relay, "control.pause")
 	// A session-scoped event on the socket claims the session.
 	require.NoError(t, h.consume(t, aeptest.LogsOf(t, newEvent("s1", 0))))
 
