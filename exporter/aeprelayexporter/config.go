@@ -49,8 +49,10 @@ type Config struct {
 	// Token is sent as "Authorization: Bearer <token>" (the relay's
 	// AEP_TOKEN). Use either token or auth.
 	Token configopaque.String `mapstructure:"token"`
-	// Agent is the AEP agent identity declared in the WebSocket hello; every
-	// event sent on the socket must carry it.
+	// Agent is the AEP agent identity whose WebSocket link is opened at
+	// start, kept open and the only one commands reach. Events of other
+	// agents travel on links of their own (AEP-0003 §8: one identity per
+	// connection).
 	Agent string `mapstructure:"agent"`
 	// Instance disambiguates this process in the hello; empty means
 	// "<hostname>/<pid>".
@@ -72,6 +74,12 @@ type Config struct {
 	PingInterval time.Duration `mapstructure:"ping_interval"`
 	// Reconnect is the WebSocket redial backoff.
 	Reconnect backoff.Config `mapstructure:"reconnect"`
+	// MaxLinks bounds the WebSocket links open at once, the agent's own
+	// included; 1 carries the agent's events only.
+	MaxLinks int `mapstructure:"max_links"`
+	// LinkIdleTimeout closes the link of another agent that carried no
+	// event for this long.
+	LinkIdleTimeout time.Duration `mapstructure:"link_idle_timeout"`
 
 	_ struct{}
 }
@@ -97,6 +105,9 @@ func (cfg *Config) Validate() error {
 	if cfg.Agent == "" {
 		errs = append(errs, errors.New("agent: must not be empty"))
 	}
+	if cfg.MaxLinks < 1 {
+		errs = append(errs, fmt.Errorf("max_links: must be at least 1 (the link of agent), got %d", cfg.MaxLinks))
+	}
 	if cfg.MaxCapture != "" && cfg.MaxCapture.Rank() < 0 {
 		errs = append(errs, fmt.Errorf("max_capture: unknown level %q (want none, metadata, redacted or full)", cfg.MaxCapture))
 	}
@@ -107,7 +118,8 @@ func (cfg *Config) Validate() error {
 		configcheck.Duration{Key: "timeout", Value: cfg.Timeout, Positive: true},
 		configcheck.Duration{Key: "hello_timeout", Value: cfg.HelloTimeout, Positive: true},
 		configcheck.Duration{Key: "confirm_timeout", Value: cfg.ConfirmTimeout, Positive: true},
-		configcheck.Duration{Key: "ping_interval", Value: cfg.PingInterval, Positive: true})...)...)
+		configcheck.Duration{Key: "ping_interval", Value: cfg.PingInterval, Positive: true},
+		configcheck.Duration{Key: "link_idle_timeout", Value: cfg.LinkIdleTimeout, Positive: true})...)...)
 	if err := cfg.Reconnect.Validate("reconnect"); err != nil {
 		errs = append(errs, err)
 	}

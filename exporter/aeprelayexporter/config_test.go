@@ -40,6 +40,8 @@ func TestLoadConfig(t *testing.T) {
 				cfg.HelloTimeout = 5 * time.Second
 				cfg.ConfirmTimeout = 3 * time.Second
 				cfg.PingInterval = 15 * time.Second
+				cfg.MaxLinks = 4
+				cfg.LinkIdleTimeout = time.Minute
 				cfg.Timeout = 20 * time.Second
 				cfg.Reconnect = backoff.Config{InitialInterval: 500 * time.Millisecond, MaxInterval: 10 * time.Second, Jitter: 0.1}
 				cfg.TLS.CAFile = "/etc/ssl/relay-ca.pem"
@@ -94,6 +96,8 @@ func TestConfigValidate(t *testing.T) {
 		{"hello_timeout_zero", func(c *Config) { c.HelloTimeout = 0 }, "hello_timeout: must be positive"},
 		{"confirm_timeout_negative", func(c *Config) { c.ConfirmTimeout = -time.Second }, "confirm_timeout: must be positive"},
 		{"ping_interval_zero", func(c *Config) { c.PingInterval = 0 }, "ping_interval: must be positive"},
+		{"max_links_zero", func(c *Config) { c.MaxLinks = 0 }, "max_links: must be at least 1 (the link of agent), got 0"},
+		{"link_idle_timeout_zero", func(c *Config) { c.LinkIdleTimeout = 0 }, "link_idle_timeout: must be positive"},
 		{"reconnect_jitter", func(c *Config) { c.Reconnect.Jitter = 2 }, "reconnect.jitter: must be within [0, 1]"},
 		{"endpoint_userinfo", func(c *Config) { c.Endpoint = "https://aep:hunter2@relay:8787" }, "endpoint: must not carry userinfo"},
 		{"endpoint_fragment", func(c *Config) { c.Endpoint = "https://relay:8787/#hunter2" }, "endpoint: must not carry a fragment"},

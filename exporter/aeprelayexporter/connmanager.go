@@ -25,15 +25,16 @@ const (
 // errRelayClosing ends a connection whose relay sent `closing`.
 var errRelayClosing = errors.New("relay announced closing")
 
-// run is the connection manager: it owns every dial and every read.
-func (s *socketTransport) run(ctx context.Context) {
-	defer close(s.done)
+// run is a link's connection manager: it owns the link's every dial and
+// every read.
+func (s *socketTransport) run(ctx context.Context, l *relayLink) {
+	defer close(l.done)
 	attempt := 0
 	for {
-		conn, err := s.connect(ctx)
+		conn, err := s.connect(ctx, l)
 		if err == nil {
 			attempt = 0
-			s.serve(ctx, conn)
+			s.serve(ctx, l, conn)
 			err = conn.cause()
 		}
 		if ctx.Err() != nil {
@@ -42,14 +43,17 @@ func (s *socketTransport) run(ctx context.Context) {
 		// Status first: a push woken by setState may already look at it.
 		if consumererror.IsPermanent(err) {
 			s.status.permanentError(err)
-			s.logger.Error("AEP relay refused this exporter for good; no more dials until the collector restarts", zap.String("relay", s.relay.display), zap.Error(err))
-			s.setState(nil, err, err)
+			s.logger.Error("AEP relay refused this exporter for good; no more dials until the collector restarts",
+				zap.String("relay", s.relay.display), zap.String("agent", l.agent), zap.Error(err))
+			l.setState(nil, err)
+			s.refuseForGood(err)
 			return
 		}
 		s.status.recoverable(err)
-		s.setState(nil, err, nil)
+		l.setState(nil, err)
 		if !s.status.credentialsRefused(ctx, err) {
-			s.rate.Warn("redial", "AEP relay connection unavailable; redialling with backoff", zap.String("relay", s.relay.display), zap.Int("attempt", attempt+1), zap.Error(err))
+			s.rate.Warn("redial", "AEP relay connection unavailable; redialling with backoff",
+				zap.String("relay", s.relay.display), zap.String("agent", l.agent), zap.Int("attempt", attempt+1), zap.Error(err))
 		}
 		if s.cfg.Reconnect.Sleep(ctx, attempt) != nil {
 			return
@@ -59,11 +63,11 @@ func (s *socketTransport) run(ctx context.Context) {
 	}
 }
 
-// serve runs one connection until it fails or the exporter shuts down.
-func (s *socketTransport) serve(ctx context.Context, conn *relayConn) {
+// serve runs one connection until it fails or the link closes.
+func (s *socketTransport) serve(ctx context.Context, l *relayLink, conn *relayConn) {
 	s.status.ok()
-	s.setState(conn, nil, nil)
-	s.logger.Info("connected to the AEP relay", zap.String("relay", s.relay.display), zap.String("instance", s.instance))
+	l.setState(conn, nil)
+	s.logger.Info("connected to the AEP relay", zap.String("relay", s.relay.display), zap.String("agent", l.agent), zap.String("instance", s.instance))
 	connCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -79,14 +83,14 @@ func (s *socketTransport) serve(ctx context.Context, conn *relayConn) {
 		case <-conn.closed:
 		}
 	}()
-	s.read(connCtx, conn)
+	s.read(connCtx, l, conn)
 	cancel()
 	wg.Wait()
 }
 
 // read handles every inbound frame; a connection silent for
 // livenessIntervals pings is dropped.
-func (s *socketTransport) read(ctx context.Context, conn *relayConn) {
+func (s *socketTransport) read(ctx context.Context, l *relayLink, conn *relayConn) {
 	liveness := livenessIntervals * s.cfg.PingInterval
 	for {
 		if err := conn.ws.SetReadDeadline(time.Now().Add(liveness)); err != nil {
@@ -102,7 +106,7 @@ func (s *socketTransport) read(ctx context.Context, conn *relayConn) {
 			s.rate.Warn("binary_frame", "ignoring a binary frame from the AEP relay (reserved in AEP 0.1)")
 			continue
 		}
-		if err := s.handleFrame(ctx, conn, raw); err != nil {
+		if err := s.handleFrame(ctx, l, conn, raw); err != nil {
 			conn.fail(err)
 			return
 		}
@@ -110,14 +114,14 @@ func (s *socketTransport) read(ctx context.Context, conn *relayConn) {
 }
 
 // handleFrame acts on one inbound frame; an error ends the connection.
-func (s *socketTransport) handleFrame(ctx context.Context, conn *relayConn, raw []byte) error {
+func (s *socketTransport) handleFrame(ctx context.Context, l *relayLink, conn *relayConn, raw []byte) error {
 	f, err := parseFrame(raw)
 	if err != nil {
 		s.rate.Warn("bad_frame", "ignoring an undecodable frame from the AEP relay", zap.Error(err))
 		return nil
 	}
 	if f.isEvent() {
-		s.handleEvent(ctx, f.Type, raw)
+		s.handleEvent(ctx, l, f.Type, raw)
 		return nil
 	}
 	switch f.Type {
@@ -130,7 +134,7 @@ func (s *socketTransport) handleFrame(ctx context.Context, conn *relayConn, raw 
 	case frameError:
 		return s.handleError(ctx, conn, f)
 	case frameClosing:
-		s.logger.Info("AEP relay is closing the connection; redialling", zap.String("relay", s.relay.display), zap.String("reason", f.Reason))
+		s.logger.Info("AEP relay is closing the connection; redialling", zap.String("relay", s.relay.display), zap.String("agent", l.agent), zap.String("reason", f.Reason))
 		return errRelayClosing
 	}
 	// Repeated hellos and unknown frame types are ignored (AEP-0003 §2.2).
@@ -159,9 +163,9 @@ func (s *socketTransport) handleError(ctx context.Context, conn *relayConn, f in
 	return nil
 }
 
-// handleEvent hands a command to the control extension; the relay sends
-// an emitter nothing else.
-func (s *socketTransport) handleEvent(ctx context.Context, eventType string, raw []byte) {
+// handleEvent hands a command that arrived on the agent's link to the
+// control extension; the relay sends an emitter nothing else.
+func (s *socketTransport) handleEvent(ctx context.Context, l *relayLink, eventType string, raw []byte) {
 	if !isCommand(eventType) {
 		s.logger.Debug("ignoring an event the AEP relay sent to an emitter", zap.String("type", eventType))
 		return
@@ -172,14 +176,19 @@ func (s *socketTransport) handleEvent(ctx context.Context, eventType string, raw
 		s.rate.Warn("bad_command", "ignoring an undecodable command from the AEP relay", zap.String("type", eventType), zap.Error(err))
 		return
 	}
-	if s.control == nil {
+	switch {
+	case l.agent != s.cfg.Agent:
+		s.tel.command(ctx, commandUnhandled)
+		s.rate.Warn("command_other_agent", "received a command on the link of another agent, which declares accepts: []; commands reach only the link of agent",
+			zap.String("link_agent", l.agent), zap.String("id", ev.ID), zap.String("type", ev.Type), zap.String("session", ev.Session))
+	case l.control == nil:
 		s.tel.command(ctx, commandUnhandled)
 		s.rate.Info("command_unhandled", "received a command but no control extension is configured; the relay refuses commands on our behalf (accepts: [])",
 			zap.String("id", ev.ID), zap.String("type", ev.Type), zap.String("session", ev.Session))
-		return
+	default:
+		s.tel.command(ctx, commandHandled)
+		l.control.HandleCommand(ctx, raw, ev)
 	}
-	s.tel.command(ctx, commandHandled)
-	s.control.HandleCommand(ctx, raw, ev)
 }
 
 // keepalive pings an otherwise idle relay so that both ends see a live

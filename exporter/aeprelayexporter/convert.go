@@ -26,6 +26,8 @@ const (
 // outboundEvent is one event ready for the relay.
 type outboundEvent struct {
 	id, typ, session string
+	// agent picks the WebSocket link the event travels on.
+	agent string
 	// raw is the validated wire form (aep.Event.MarshalJSON).
 	raw []byte
 	// record locates the log record it came from, so that a retry can
@@ -153,5 +155,5 @@ func (c converter) event(lr plog.LogRecord, res pcommon.Resource) (outboundEvent
 		}
 		return outboundEvent{}, r
 	}
-	return outboundEvent{id: ev.ID, typ: ev.Type, session: ev.Session, raw: raw}, refusal{}
+	return outboundEvent{id: ev.ID, typ: ev.Type, session: ev.Session, agent: ev.Agent, raw: raw}, refusal{}
 }

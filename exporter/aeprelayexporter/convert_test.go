@@ -36,7 +36,7 @@ func multiResourceLogs(t *testing.T, events []*aep.Event) plog.Logs {
 
 func TestConvertKeepsRecordOrder(t *testing.T) {
 	events := sessionEvents("s1", 4)
-	out := converter{logevent.Converter{Agent: "openhands"}}.convert(multiResourceLogs(t, events))
+	out := converter{}.convert(multiResourceLogs(t, events))
 
 	require.Empty(t, out.skipped)
 	require.Empty(t, out.refused)
@@ -47,6 +47,7 @@ func TestConvertKeepsRecordOrder(t *testing.T) {
 		assert.Equal(t, string(want), string(got.raw))
 		assert.Equal(t, events[i].ID, got.id)
 		assert.Equal(t, events[i].Type, got.typ)
+		assert.Equal(t, "openhands", got.agent, "the agent picks the link")
 		assert.Equal(t, logevent.RecordRef{Resource: i / 2, Scope: i % 2, Record: 0}, got.record)
 	}
 }
@@ -109,15 +110,6 @@ func TestConvertSortsOutWhatCannotBeSent(t *testing.T) {
 			wantID:     "bad-trigger",
 			wantErr:    "payload rule",
 		},
-		{
-			name: "agent_mismatch",
-			record: projected("foreign-agent", func(ev *aep.Event) {
-				ev.Agent = "claude-code"
-			}),
-			wantReason: reasonAgentMismatch,
-			wantID:     "foreign-agent",
-			wantErr:    `event agent "claude-code" is not the connection identity "openhands"`,
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -127,7 +119,7 @@ func TestConvertSortsOutWhatCannotBeSent(t *testing.T) {
 			tt.record(t, records.AppendEmpty())
 			require.NoError(t, projection.ToLogRecord(after, records.AppendEmpty(), projection.Options{}))
 
-			out := converter{logevent.Converter{Agent: "openhands"}}.convert(ld)
+			out := converter{}.convert(ld)
 
 			require.Len(t, out.events, 2, "the rest of the push goes on")
 			assert.Equal(t, before.ID, out.events[0].id)
@@ -170,7 +162,7 @@ func TestConvertDownlevelsAboveMaxCapture(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out := converter{logevent.Converter{Agent: "openhands", Ceiling: tt.ceiling}}.convert(aeptest.LogsOf(t, request()))
+			out := converter{logevent.Converter{Ceiling: tt.ceiling}}.convert(aeptest.LogsOf(t, request()))
 			require.Empty(t, out.refused)
 			require.Len(t, out.events, 1)
 			require.NoError(t, schema.ValidateJSON(out.events[0].raw))

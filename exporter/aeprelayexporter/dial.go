@@ -51,8 +51,8 @@ func redactURL(u *url.URL) string {
 	return c.String()
 }
 
-// connect dials, says hello and waits for the relay's hello.
-func (s *socketTransport) connect(ctx context.Context) (*relayConn, error) {
+// connect dials l's link, says hello and waits for the relay's hello.
+func (s *socketTransport) connect(ctx context.Context, l *relayLink) (*relayConn, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.HelloTimeout)
 	defer cancel()
 	header, err := s.upgradeHeader(ctx)
@@ -69,7 +69,7 @@ func (s *socketTransport) connect(ctx context.Context) (*relayConn, error) {
 	ws.SetReadLimit(maxInboundFrame)
 	conn := newRelayConn(ws, tcp)
 	deadline, _ := ctx.Deadline()
-	hello := newHello(s.cfg.Agent, s.instance, s.cfg.Emits, s.cfg.MaxCapture, declaredControl(s.control))
+	hello := newHello(l.agent, s.instance, s.linkEmits(l), s.cfg.MaxCapture, declaredControl(l.control))
 	if err := conn.writeJSON(deadline, hello); err != nil {
 		conn.fail(err)
 		return nil, fmt.Errorf("send hello to the AEP relay: %w", err)
@@ -92,6 +92,19 @@ func (s *socketTransport) dialError(resp *http.Response, err error) error {
 		return consumererror.NewPermanent(fmt.Errorf("AEP relay %s does not speak AEP %s (HTTP 426)", s.relay.display, aep.Version))
 	}
 	return fmt.Errorf("AEP relay %s refused the WebSocket upgrade (HTTP %d): %w", s.relay.display, resp.StatusCode, err)
+}
+
+// linkEmits is the hello's emits: the configured categories on the
+// agent's link (an empty list, not null, when none), none declared on the
+// links of other agents.
+func (s *socketTransport) linkEmits(l *relayLink) []string {
+	if l.agent != s.cfg.Agent {
+		return nil
+	}
+	if s.cfg.Emits == nil {
+		return []string{}
+	}
+	return s.cfg.Emits
 }
 
 // credentialsError is a relay's 401 or 403 (AEP-0003 §8). It is

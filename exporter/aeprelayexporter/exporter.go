@@ -64,9 +64,6 @@ func newRelayExporter(cfg *Config, set exporter.Settings) (*relayExporter, error
 	case TransportHTTP:
 		e.transport, err = newHTTPTransport(cfg, set.TelemetrySettings, tel, e.status, e.reject)
 	default:
-		// One agent identity per connection (AEP-0003 §8): the hello
-		// declares cfg.Agent, so every event must carry it.
-		e.converter.Agent = cfg.Agent
 		e.transport, err = newSocketTransport(cfg, set.Logger, e.rate, tel, e.status, e.reject)
 	}
 	if err != nil {

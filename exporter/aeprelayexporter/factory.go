@@ -19,6 +19,10 @@ var componentType = component.MustNewType("aeprelay")
 
 const stability = component.StabilityLevelAlpha
 
+// defaultMaxLinks is the agent's link and fifteen of other agents: a
+// fleet on one host (Codex, VS Code, a few hook adapters) fits.
+const defaultMaxLinks = 16
+
 // NewFactory returns the aeprelay exporter factory.
 func NewFactory() exporter.Factory {
 	return exporter.NewFactory(componentType, createDefaultConfig,
@@ -38,16 +42,18 @@ func createDefaultConfig() component.Config {
 	// what waits, and past it the receiver is refused and holds its own.
 	retry.MaxElapsedTime = 0
 	return &Config{
-		ClientConfig:   client,
-		QueueConfig:    configoptional.Some(queue),
-		RetryConfig:    retry,
-		Transport:      TransportWebSocket,
-		Agent:          "openhands",
-		Emits:          []string{"session", "run", "tool", "attention", "error", "state", "control"},
-		HelloTimeout:   10 * time.Second,
-		ConfirmTimeout: 10 * time.Second,
-		PingInterval:   30 * time.Second,
-		Reconnect:      backoff.Default(),
+		ClientConfig:    client,
+		QueueConfig:     configoptional.Some(queue),
+		RetryConfig:     retry,
+		Transport:       TransportWebSocket,
+		Agent:           "openhands",
+		Emits:           []string{"session", "run", "tool", "attention", "error", "state", "control"},
+		HelloTimeout:    10 * time.Second,
+		ConfirmTimeout:  10 * time.Second,
+		PingInterval:    30 * time.Second,
+		Reconnect:       backoff.Default(),
+		MaxLinks:        defaultMaxLinks,
+		LinkIdleTimeout: 5 * time.Minute,
 	}
 }
 

@@ -41,7 +41,9 @@ type helloIdentity struct {
 
 type helloCapabilities struct {
 	// Emits and Capture are routing hints; Control is authoritative.
-	Emits   []string          `json:"emits"`
+	// Emits is absent on the links of other agents, whose categories this
+	// exporter does not know.
+	Emits   []string          `json:"emits,omitzero"`
 	Capture []aep.Capture     `json:"capture"`
 	Control controlCapability `json:"control"`
 }
@@ -57,9 +59,6 @@ func newHello(agent, instance string, emits []string, ceiling aep.Capture, contr
 		if level.Rank() <= ceiling.Rank() {
 			levels = append(levels, level)
 		}
-	}
-	if emits == nil {
-		emits = []string{}
 	}
 	return helloFrame{
 		Type:         frameHello,

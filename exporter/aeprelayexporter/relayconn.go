@@ -9,8 +9,8 @@ import (
 )
 
 // relayConn is one handshaken WebSocket connection to the relay. Writes
-// are serialized (a batch and its confirming ping go out back to back);
-// the read loop is the connection manager's.
+// are serialized, a chunk at a time; the read loop is the connection
+// manager's.
 type relayConn struct {
 	ws *websocket.Conn
 	// tcp is under ws; it holds each chunk's frames until the chunk is
@@ -80,33 +80,25 @@ func (c *relayConn) writeJSON(deadline time.Time, frame any) error {
 // writeChunk is how many events are converted ahead of their write.
 const writeChunk = 64
 
-// writeBatch sends src's events, one frame each in order, then the ping
-// whose pong confirms them: the relay handles frames in order. Each chunk
-// is registered with w and leaves in one write (coalescingConn) before
-// the next is converted. first is when the first chunk was written.
-func (c *relayConn) writeBatch(deadline time.Time, w *batchWait, src *pushSource, ping []byte) (first time.Time, err error) {
+// writeEvents registers events with w and sends them, one frame each in
+// order, in one write (coalescingConn). The batch's ping goes after its
+// last chunk: the relay handles frames in order, so its pong confirms
+// them all.
+func (c *relayConn) writeEvents(deadline time.Time, w *batchWait, events []outboundEvent) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	if err := c.ws.SetWriteDeadline(deadline); err != nil {
-		return first, err
+		return err
 	}
-	for chunk := src.take(writeChunk); len(chunk) > 0; chunk = src.take(writeChunk) {
-		if first.IsZero() {
-			first = time.Now()
-		}
-		c.register(w, chunk)
-		c.tcp.hold()
-		for _, ev := range chunk {
-			if err := c.ws.WriteMessage(websocket.TextMessage, ev.raw); err != nil {
-				_ = c.tcp.release()
-				return first, err
-			}
-		}
-		if err := c.tcp.release(); err != nil {
-			return first, err
+	c.register(w, events)
+	c.tcp.hold()
+	for _, ev := range events {
+		if err := c.ws.WriteMessage(websocket.TextMessage, ev.raw); err != nil {
+			_ = c.tcp.release()
+			return err
 		}
 	}
-	return first, c.ws.WriteMessage(websocket.TextMessage, ping)
+	return c.tcp.release()
 }
 
 // await registers a batch before any of it is written.

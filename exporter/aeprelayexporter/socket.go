@@ -1,6 +1,7 @@
 package aeprelayexporter // import "github.com/otelcol-openhands/otelcol-openhands/exporter/aeprelayexporter"
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -21,13 +23,15 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/ratelog"
 )
 
-// errShutDown fails pushes that outlive the connection manager.
+// errShutDown fails pushes that outlive the connection managers.
 var errShutDown = errors.New("aeprelay exporter is shut down")
 
-// socketTransport is the WebSocket binding. A background connection
-// manager dials, says hello, reads every inbound frame and redials with
-// backoff; pushes wait for its connection, write their events and confirm
-// them with a ping/pong round trip.
+// socketTransport is the WebSocket binding: one link per agent identity
+// (AEP-0003 §8 allows one per connection), each with its own hello,
+// connection manager and confirmations (links.go). A link's manager dials,
+// says hello, reads every inbound frame and redials with backoff; a push
+// splits its events by agent, writes each part on its link and confirms
+// each with a ping/pong round trip.
 type socketTransport struct {
 	cfg     *Config
 	logger  *zap.Logger
@@ -36,7 +40,8 @@ type socketTransport struct {
 	status  *statusReporter
 	relay   socketEndpoint
 	pingSeq atomic.Int64
-	// drop reports an event the relay refused on its own.
+	// drop reports an event dropped from a push that goes on: the relay
+	// refused it, or no link may carry its agent.
 	drop func(context.Context, refusal)
 
 	// Set by start.
@@ -44,14 +49,21 @@ type socketTransport struct {
 	auth     http.RoundTripper // the auth extension's chain, ending in headerCapture
 	control  *controlLink      // nil without a control key
 	instance string
+	runCtx   context.Context // every link's manager runs under it
 	stop     context.CancelFunc
-	done     chan struct{} // closed when the manager exits
+	managers sync.WaitGroup
 
-	mu      sync.Mutex
-	conn    *relayConn    // nil while disconnected
-	lastErr error         // why there is no connection
-	fatal   error         // a permanent failure; the manager has stopped
-	changed chan struct{} // closed and replaced on every state change
+	linksMu sync.Mutex
+	links   map[string]*relayLink // by agent
+	stopped bool
+	// released is closed and replaced whenever a link is released.
+	released chan struct{}
+
+	fatalOnce sync.Once
+	fatalErr  error
+	// fatal is closed once the relay refused this exporter for good
+	// (fatalErr); every link's manager stops.
+	fatal chan struct{}
 }
 
 func newSocketTransport(cfg *Config, logger *zap.Logger, rate *ratelog.Logger, tel *telemetry, status *statusReporter, drop func(context.Context, refusal)) (*socketTransport, error) {
@@ -61,7 +73,7 @@ func newSocketTransport(cfg *Config, logger *zap.Logger, rate *ratelog.Logger, t
 	}
 	return &socketTransport{
 		cfg: cfg, logger: logger, rate: rate, tel: tel, status: status, drop: drop,
-		relay: relay, changed: make(chan struct{}),
+		relay: relay, links: make(map[string]*relayLink), released: make(chan struct{}), fatal: make(chan struct{}),
 	}, nil
 }
 
@@ -114,10 +126,13 @@ func (s *socketTransport) start(ctx context.Context, host component.Host) error 
 		}
 		s.instance = fmt.Sprintf("%s/%d", hostname, os.Getpid())
 	}
-	// The manager outlives Start's context; shutdown stops it.
-	runCtx, stop := context.WithCancel(context.Background())
-	s.stop, s.done = stop, make(chan struct{})
-	go s.run(runCtx)
+	// The managers outlive Start's context; shutdown stops them. The
+	// agent's link is dialled now: commands reach it even before the
+	// first event.
+	s.runCtx, s.stop = context.WithCancel(context.Background())
+	s.linksMu.Lock()
+	defer s.linksMu.Unlock()
+	s.openLocked(s.cfg.Agent)
 	return nil
 }
 
@@ -125,12 +140,25 @@ func (s *socketTransport) shutdown(ctx context.Context) error {
 	if s.stop == nil {
 		return nil
 	}
+	s.linksMu.Lock()
+	s.stopped = true
+	for _, l := range s.links {
+		l.stopIdleTimer()
+	}
+	close(s.released) // a push waiting for a link sees stopped
+	s.released = make(chan struct{})
+	s.linksMu.Unlock()
 	s.stop()
+	done := make(chan struct{})
+	go func() {
+		s.managers.Wait()
+		close(done)
+	}()
 	select {
-	case <-s.done:
+	case <-done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("close the AEP relay connection: %w", ctx.Err())
+		return fmt.Errorf("close the AEP relay links: %w", ctx.Err())
 	}
 }
 
@@ -140,116 +168,244 @@ func (s *socketTransport) nextPing() (json.RawMessage, string) {
 	return json.RawMessage(t), t
 }
 
-func (s *socketTransport) setState(conn *relayConn, lastErr, fatal error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.conn, s.lastErr = conn, lastErr
-	if fatal != nil {
-		s.fatal = fatal
-	}
-	close(s.changed)
-	s.changed = make(chan struct{})
-}
-
-// connected waits for the manager's connection, up to ctx.
-func (s *socketTransport) connected(ctx context.Context) (*relayConn, error) {
-	for {
-		s.mu.Lock()
-		conn, lastErr, fatal, changed := s.conn, s.lastErr, s.fatal, s.changed
-		s.mu.Unlock()
-		if fatal != nil {
-			return nil, fatal
-		}
-		if conn != nil {
-			select {
-			case <-conn.closed: // failed; the manager is about to redial
-			default:
-				return conn, nil
-			}
-		}
-		select {
-		case <-changed:
-		case <-s.done:
-			return nil, errShutDown
-		case <-ctx.Done():
-			if lastErr != nil {
-				return nil, fmt.Errorf("AEP relay not connected (%w): %w", lastErr, ctx.Err())
-			}
-			return nil, fmt.Errorf("AEP relay not connected yet: %w", ctx.Err())
-		}
-	}
-}
-
-// send writes one push's events in order and waits for the pong that
-// confirms them. An event the relay refused by an error frame naming it is
-// dropped, counted and logged, and never resent: the same bytes would be
-// refused again. Any other failure is retryable: exporterhelper resends
-// the same ids, and the relay dedupes buffer admission on (source, id).
+// send splits a push's events by agent and delivers each part on its
+// agent's link: written in order, then confirmed by the pong of a ping
+// written after it. The push succeeds once every part is confirmed. An
+// event the relay refused by an error frame naming it is dropped, counted
+// and logged, and never resent: the same bytes would be refused again.
+// Any other failure of a part is retryable and carries only the events of
+// the parts not confirmed: exporterhelper resends the same ids, and the
+// relay dedupes buffer admission on (source, id).
 func (s *socketTransport) send(ctx context.Context, src *pushSource) error {
-	conn, err := s.connected(ctx)
-	if err != nil {
-		return err
-	}
-	t, token := s.nextPing()
-	ping, err := json.Marshal(pingFrame{Type: framePing, T: t})
-	if err != nil {
-		return consumererror.NewPermanent(err)
-	}
-	wait := conn.await(token)
-	err = s.confirm(ctx, conn, wait, src, ping)
-	return s.settle(ctx, src.all().events, conn.settle(wait), err)
-}
-
-// confirm writes the push's events and their ping and waits for the pong.
-func (s *socketTransport) confirm(ctx context.Context, conn *relayConn, wait *batchWait, src *pushSource, ping []byte) error {
-	start, err := conn.writeBatch(writeDeadline(ctx, s.cfg.ConfirmTimeout), wait, src, ping)
-	n := len(wait.events)
-	if err != nil {
-		err = fmt.Errorf("write events to the AEP relay (%d of the batch so far): %w", n, err)
-		conn.fail(err)
-		return err
-	}
-	timer := time.NewTimer(s.cfg.ConfirmTimeout)
-	defer timer.Stop()
-	select {
-	case <-wait.pong:
-		s.tel.confirmed(ctx, start)
-		return nil
-	case <-conn.closed:
-		return fmt.Errorf("AEP relay connection lost before it confirmed %d events: %w", n, conn.cause())
-	case <-timer.C:
-		err := fmt.Errorf("AEP relay did not confirm %d events within confirm_timeout (%s)", n, s.cfg.ConfirmTimeout)
-		// A relay that answers no ping is stuck: redial.
-		conn.fail(err)
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("wait for the AEP relay to confirm %d events: %w", n, ctx.Err())
-	}
-}
-
-// settle accounts for a batch: the events the relay refused are dropped,
-// whatever happened to the rest; the rest are sent when err is nil, and
-// still to go otherwise.
-func (s *socketTransport) settle(ctx context.Context, events []outboundEvent, refused map[string]relayRefusal, err error) error {
-	if len(refused) == 0 {
-		if err == nil {
-			s.tel.sent(ctx, len(events))
+	d := delivery{s: s, parts: make(map[string]*linkBatch), failed: make(map[string]error)}
+	deadline := writeDeadline(ctx, s.cfg.ConfirmTimeout)
+	for chunk := src.take(writeChunk); len(chunk) > 0; chunk = src.take(writeChunk) {
+		for _, group := range byAgent(chunk) {
+			p := d.part(ctx, group[0].agent)
+			if p == nil {
+				for _, ev := range group {
+					s.refuseAgent(ctx, ev)
+				}
+				continue
+			}
+			p.write(deadline, group)
 		}
-		return err
 	}
-	pending := make([]outboundEvent, 0, len(events))
-	for _, ev := range events {
-		if r, ok := refused[ev.id]; ok {
-			s.drop(ctx, ev.refusedByRelay(reasonRelayRefused, r.code, r.detail))
+	d.finish(ctx)
+	return d.result()
+}
+
+// refuseAgent drops an event of another agent when max_links opens no
+// link for it.
+func (s *socketTransport) refuseAgent(ctx context.Context, ev outboundEvent) {
+	s.drop(ctx, refusal{reason: reasonAgentMismatch, id: ev.id, typ: ev.typ, session: ev.session,
+		err: fmt.Errorf("event agent %q is not agent %q, and max_links: 1 opens no link for another agent (raise max_links, or set transport: http)", ev.agent, s.cfg.Agent)})
+}
+
+// byAgent splits a chunk by agent, each group in chunk order.
+func byAgent(chunk []outboundEvent) [][]outboundEvent {
+	var groups [][]outboundEvent
+	at := make(map[string]int, 1)
+	for _, ev := range chunk {
+		i, ok := at[ev.agent]
+		if !ok {
+			i = len(groups)
+			at[ev.agent] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], ev)
+	}
+	return groups
+}
+
+// delivery is one push on its way: a part per agent, and what the parts
+// already finished left to send.
+type delivery struct {
+	s     *socketTransport
+	parts map[string]*linkBatch
+	order []*linkBatch
+	// errs and pending are the failures of finished parts and their
+	// events still to be sent.
+	errs    []error
+	pending []outboundEvent
+	// failed holds the agents whose finished part failed: the rest of
+	// their events wait for the retry, behind the failed ones.
+	failed map[string]error
+}
+
+// linkBatch is the part of a push that travels on one agent's link.
+type linkBatch struct {
+	agent string
+	link  *relayLink // nil when no link could be had (err says why)
+	conn  *relayConn
+	wait  *batchWait
+	// events are every event of the part, written or not, in order.
+	events []outboundEvent
+	// first is when its first frame was written.
+	first time.Time
+	// err is why the part failed; its events (less those the relay
+	// refused) are still to be sent.
+	err error
+}
+
+// part is the part of agent, its link acquired and connected on first
+// use; nil when max_links opens no link for it. When every link is taken
+// and this push holds some, its parts so far are finished first, so that
+// a push with more agents than max_links goes out a few links at a time.
+func (d *delivery) part(ctx context.Context, agent string) *linkBatch {
+	s := d.s
+	if p, ok := d.parts[agent]; ok {
+		return p
+	}
+	if agent != s.cfg.Agent && s.cfg.MaxLinks == 1 {
+		return nil
+	}
+	p := &linkBatch{agent: agent, err: d.failed[agent]}
+	if p.err == nil {
+		p.link, p.err = s.acquire(ctx, agent, len(d.order) == 0)
+		if errors.Is(p.err, errLinksBusy) {
+			d.finish(ctx)
+			p.link, p.err = s.acquire(ctx, agent, true)
+		}
+	}
+	d.parts[agent] = p
+	d.order = append(d.order, p)
+	if p.err != nil {
+		return p
+	}
+	if p.conn, p.err = s.connected(ctx, p.link); p.err != nil {
+		return p
+	}
+	_, token := s.nextPing()
+	p.wait = p.conn.await(token)
+	return p
+}
+
+// write sends events on the part's link; after a failure it only keeps
+// them, as still to be sent.
+func (p *linkBatch) write(deadline time.Time, events []outboundEvent) {
+	p.events = append(p.events, events...)
+	if p.err != nil {
+		return
+	}
+	if p.first.IsZero() {
+		p.first = time.Now()
+	}
+	if err := p.conn.writeEvents(deadline, p.wait, events); err != nil {
+		p.fail(fmt.Errorf("write events to the AEP relay (%d of the batch so far): %w", len(p.events), err))
+	}
+}
+
+// fail fails the part and drops its connection: what it wrote is
+// unconfirmed, and a stuck relay needs a redial.
+func (p *linkBatch) fail(err error) {
+	p.err = err
+	p.conn.fail(err)
+}
+
+// finish confirms the current parts, accounts for them and gives their
+// links back.
+func (d *delivery) finish(ctx context.Context) {
+	d.confirm(ctx)
+	for _, p := range d.order {
+		var refused map[string]relayRefusal
+		if p.wait != nil {
+			refused = p.conn.settle(p.wait)
+		}
+		if p.link != nil {
+			d.s.release(p.link)
+		}
+		unsent := d.s.settle(ctx, p.events, refused, p.err)
+		if p.err != nil {
+			if d.failed[p.agent] == nil {
+				d.errs = append(d.errs, p.err)
+				d.failed[p.agent] = p.err
+			}
+			d.pending = append(d.pending, unsent...)
+		}
+	}
+	clear(d.parts)
+	d.order = d.order[:0]
+}
+
+// confirm writes each current part's ping, then waits for their pongs,
+// which confirm the parts in parallel.
+func (d *delivery) confirm(ctx context.Context) {
+	deadline := writeDeadline(ctx, d.s.cfg.ConfirmTimeout)
+	for _, p := range d.order {
+		if p.err != nil {
 			continue
 		}
-		pending = append(pending, ev)
+		if err := p.conn.writeJSON(deadline, pingFrame{Type: framePing, T: json.RawMessage(p.wait.token)}); err != nil {
+			p.fail(fmt.Errorf("write events to the AEP relay (%d of the batch so far): %w", len(p.events), err))
+		}
 	}
-	if err == nil {
-		s.tel.sent(ctx, len(pending))
+	// One confirm_timeout for every part: their pongs come in parallel.
+	expired := make(chan struct{})
+	timer := time.AfterFunc(d.s.cfg.ConfirmTimeout, func() { close(expired) })
+	defer timer.Stop()
+	for _, p := range d.order {
+		if p.err != nil {
+			continue
+		}
+		n := len(p.events)
+		select {
+		case <-p.wait.pong: // confirmed while an earlier part was waited for
+			d.s.tel.confirmed(ctx, p.first)
+			continue
+		default:
+		}
+		select {
+		case <-p.wait.pong:
+			d.s.tel.confirmed(ctx, p.first)
+		case <-p.conn.closed:
+			p.err = fmt.Errorf("AEP relay connection lost before it confirmed %d events: %w", n, p.conn.cause())
+		case <-expired:
+			// A relay that answers no ping is stuck: redial.
+			p.fail(fmt.Errorf("AEP relay did not confirm %d events within confirm_timeout (%s)", n, d.s.cfg.ConfirmTimeout))
+		case <-ctx.Done():
+			p.err = fmt.Errorf("wait for the AEP relay to confirm %d events: %w", n, ctx.Err())
+		}
+	}
+}
+
+// result is the push's outcome once every part is finished: nil when
+// each was confirmed; otherwise the failures, carrying the events still to
+// be sent in record order (a permanent failure carries none).
+func (d *delivery) result() error {
+	if len(d.errs) == 0 {
 		return nil
 	}
-	return &unsentError{err: err, pending: pending}
+	err := errors.Join(d.errs...)
+	if consumererror.IsPermanent(err) {
+		return err
+	}
+	slices.SortFunc(d.pending, func(a, b outboundEvent) int {
+		return cmp.Or(cmp.Compare(a.record.Resource, b.record.Resource),
+			cmp.Compare(a.record.Scope, b.record.Scope), cmp.Compare(a.record.Record, b.record.Record))
+	})
+	return &unsentError{err: err, pending: d.pending}
+}
+
+// settle drops the events of a part the relay refused, counts the rest as
+// sent when err is nil, and returns them otherwise.
+func (s *socketTransport) settle(ctx context.Context, events []outboundEvent, refused map[string]relayRefusal, err error) []outboundEvent {
+	rest := events
+	if len(refused) > 0 {
+		rest = make([]outboundEvent, 0, len(events))
+		for _, ev := range events {
+			if r, ok := refused[ev.id]; ok {
+				s.drop(ctx, ev.refusedByRelay(reasonRelayRefused, r.code, r.detail))
+				continue
+			}
+			rest = append(rest, ev)
+		}
+	}
+	if err == nil {
+		s.tel.sent(ctx, len(rest))
+		return nil
+	}
+	return rest
 }
 
 func writeDeadline(ctx context.Context, fallback time.Duration) time.Time {

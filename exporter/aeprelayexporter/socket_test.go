@@ -193,18 +193,15 @@ func TestSocketDownlevelsAboveMaxCapture(t *testing.T) {
 func TestSocketDropsWhatCannotBeSent(t *testing.T) {
 	relay := startRelay(t, aeprelaytest.Config{})
 	h := startExporter(t, socketConfig(relay), nil)
-	foreign := newEvent("s1", 1)
-	foreign.Agent = "claude-code"
-	invalid := newEvent("s1", 2)
+	invalid := newEvent("s1", 1)
 	invalid.Seq = nil
-	ld := aeptest.LogsOf(t, newEvent("s1", 0), foreign, invalid, newEvent("s1", 3))
+	ld := aeptest.LogsOf(t, newEvent("s1", 0), invalid, newEvent("s1", 2))
 	appendForeignRecord(ld)
 
 	require.NoError(t, h.consume(t, ld))
-	assert.Equal(t, []string{"ev-s1-0000", "ev-s1-0003"}, relayIDs(relay))
-	requireNoViolations(t, relay) // no event of another identity rode the socket
+	assert.Equal(t, []string{"ev-s1-0000", "ev-s1-0002"}, relayIDs(relay))
+	requireNoViolations(t, relay)
 	assert.Equal(t, int64(1), h.counter(t, "otelcol_aeprelay_events_skipped"))
-	assert.Equal(t, int64(1), h.counter(t, "otelcol_aeprelay_events_rejected", attribute.String("reason", reasonAgentMismatch)))
 	assert.Equal(t, int64(1), h.counter(t, "otelcol_aeprelay_events_rejected", attribute.String("reason", reasonInvalid)))
 }
 
@@ -422,15 +419,22 @@ func commandEvent(id, typ, session string) []byte {
 		id, typ, session)
 }
 
-func TestSocketHandsCommandsToTheControlExtension(t *testing.T) {
-	relay := startRelay(t, aeprelaytest.Config{})
+// startWithControl starts the exporter on relay, with a control
+// extension that accepts accepts.
+func startWithControl(t *testing.T, relay *aeprelaytest.Relay, accepts ...string) (*harness, *fakeControl) {
+	t.Helper()
 	controlID := component.MustNewID("openhandscontrol")
-	control := newFakeControl("control.pause")
+	control := newFakeControl(accepts...)
 	host := newTestHost()
 	host.extensions[controlID] = control
 	cfg := socketConfig(relay)
 	cfg.Control = &controlID
-	h := startExporter(t, cfg, host)
+	return startExporter(t, cfg, host), control
+}
+
+func TestSocketHandsCommandsToTheControlExtension(t *testing.T) {
+	relay := startRelay(t, aeprelaytest.Config{})
+	h, control := startWithControl(t, relay, "control.pause")
 	// A session-scoped event on the socket claims the session.
 	require.NoError(t, h.consume(t, aeptest.LogsOf(t, newEvent("s1", 0))))
 

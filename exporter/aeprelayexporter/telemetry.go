@@ -32,6 +32,8 @@ type telemetry struct {
 	commandsReceived metric.Int64Counter
 	unmatchedErrors  metric.Int64Counter
 	authRefusals     metric.Int64Counter
+	linksOpen        metric.Int64UpDownCounter
+	linksEvicted     metric.Int64Counter
 	transport        metric.MeasurementOption
 }
 
@@ -56,6 +58,10 @@ func newTelemetry(set component.TelemetrySettings, transport Transport) (*teleme
 		"Relay error frames whose cause names none of our unconfirmed events, by code.", "{frame}")
 	t.authRefusals = b.Int64Counter("otelcol_aeprelay_auth_refused",
 		"Dials and POSTs the relay refused for their credentials (HTTP 401 or 403); each is retried.", "{refusal}")
+	t.linksOpen = b.Int64UpDownCounter("otelcol_aeprelay_links",
+		"WebSocket links open to the relay, one per agent identity.", "{link}")
+	t.linksEvicted = b.Int64Counter("otelcol_aeprelay_links_evicted",
+		"Links of other agents closed at max_links to open one for a new agent.", "{link}")
 	return &t, b.Err()
 }
 

@@ -20,7 +20,8 @@ import (
 const (
 	// ReasonProjection: an AEP record the inverse projection cannot rebuild.
 	ReasonProjection = "projection"
-	// ReasonAgentMismatch: the event's agent is not the required identity.
+	// ReasonAgentMismatch: the event's agent has no link to travel on
+	// (aeprelay with max_links: 1).
 	ReasonAgentMismatch = "agent_mismatch"
 	// ReasonInvalid: the event fails envelope or payload validation.
 	ReasonInvalid = "invalid"
@@ -28,8 +29,6 @@ const (
 
 // Converter rebuilds wire events from log records. It is pure.
 type Converter struct {
-	// Agent is the envelope agent every event must carry; "" accepts any.
-	Agent string
 	// Ceiling down-levels events above it; "" leaves them as they are.
 	Ceiling aep.Capture
 }
@@ -49,10 +48,6 @@ func (c Converter) Convert(lr plog.LogRecord, res pcommon.Resource) (*aep.Event,
 	ev, err := projection.FromLogRecord(lr, res)
 	if err != nil {
 		return nil, nil, &Rejection{Reason: ReasonProjection, Err: err}
-	}
-	if c.Agent != "" && ev.Agent != c.Agent {
-		return nil, nil, &Rejection{Reason: ReasonAgentMismatch, Event: ev,
-			Err: fmt.Errorf("event agent %q is not the connection identity %q (agent)", ev.Agent, c.Agent)}
 	}
 	if c.Ceiling != "" {
 		ev = capture.Downlevel(ev, c.Ceiling)

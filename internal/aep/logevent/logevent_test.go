@@ -34,7 +34,6 @@ func TestConvert(t *testing.T) {
 	}{
 		{name: "valid", event: full, wantCapture: aep.CaptureFull},
 		{name: "not_aep", wantReason: ReasonProjection, wantNotAEP: true},
-		{name: "agent_mismatch", event: golden[0].Event, converter: Converter{Agent: "openhands"}, wantReason: ReasonAgentMismatch, wantEvent: true},
 		{name: "invalid", event: invalid, wantReason: ReasonInvalid, wantEvent: true},
 		{name: "ceiling", event: full, converter: Converter{Ceiling: aep.CaptureMetadata}, wantCapture: aep.CaptureMetadata},
 	}

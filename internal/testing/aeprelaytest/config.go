@@ -128,6 +128,9 @@ type PongMode struct {
 	Never bool
 	// Delay holds each answer back this long.
 	Delay time.Duration
+	// Agent, when set, applies the mode only to the sockets whose hello
+	// names this agent; the others answer at once.
+	Agent string
 }
 
 // RestartMode says what a Restart keeps.

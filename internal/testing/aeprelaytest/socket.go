@@ -300,6 +300,9 @@ func (c *wsConn) shutdownLocked() {
 // answerPing answers a ping as SetPong says.
 func (c *wsConn) answerPing(send func()) {
 	mode := c.r.pongMode()
+	if mode.Agent != "" && (c.hello == nil || c.hello.Agent != mode.Agent) {
+		mode = PongMode{}
+	}
 	switch {
 	case mode.Never:
 	case mode.Delay > 0:

@@ -54,10 +54,11 @@ var fleetAgents = []string{"claude-code", "codex", "openhands", "vscode"}
 // watch scenario, a Codex process and the VS Code extension export their
 // own OTel logs to the collector's otlp receiver (mapped to AEP by the
 // aepinbound processor) and an AEP emitter POSTs a session to the aep
-// receiver. Everything reaches one relay stream; the aep connector makes
-// one waterfall per session and one cost table (Codex's and VS Code's cost
-// at the connector's prices). The collector runs with the current GenAI
-// conventions' metrics opted in.
+// receiver. Everything reaches one relay over the default WebSocket
+// transport, a link per agent (the relay checks each event's agent against
+// its link's hello); the aep connector makes one waterfall per session and
+// one cost table (Codex's and VS Code's cost at the connector's prices). The
+// collector runs with the current GenAI conventions' metrics opted in.
 func runFleet(ctx context.Context, collectorBin, config string) (err error) {
 	f, err := startFixtures(true)
 	if err != nil {
@@ -130,14 +131,19 @@ func runFleet(ctx context.Context, collectorBin, config string) (err error) {
 	if err := showFleet(ctx, os.Stdout, traces, "http://"+prometheus+"/metrics"); err != nil {
 		return err
 	}
-	violations := relay.Violations()
-	say("%d AEP events from %d agents reached the relay; %d protocol or stream violations",
-		len(relay.Events()), len(eventAgents(relay.Events())), len(violations))
+	events, violations := relay.Events(), relay.Violations()
+	say("%d AEP events from %d agents reached the relay, each agent on a WebSocket link of its own; %d protocol or stream violations",
+		len(events), len(eventAgents(events)), len(violations))
 	for _, v := range violations {
 		say("violation: %s", v)
 	}
 	if len(violations) > 0 {
 		return errors.New("the relay saw violations")
+	}
+	for _, r := range events {
+		if r.Binding != aeprelaytest.BindingSocket {
+			return fmt.Errorf("%s %s of agent %s reached the relay by %s, not on the WebSocket transport", r.Event.Type, r.Event.ID, r.Event.Agent, r.Binding)
+		}
 	}
 	return nil
 }
