@@ -15,10 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.uber.org/zap"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
@@ -26,6 +23,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/aeprelaytest"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/childproc"
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/testing/openhandstest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/vendorexport"
 )
 
 // Nothing that enters by a data path ever becomes a command (issue 28): the
@@ -113,7 +111,7 @@ service:
 type doors struct {
 	*env
 	webhook, aep, otlpGRPC, otlpHTTP string // host:port
-	jsonl                                string // the aep receiver's jsonl.directory
+	jsonl                            string // the aep receiver's jsonl.directory
 }
 
 func startDoors(t *testing.T) *doors {
@@ -358,14 +356,7 @@ func post(t *testing.T, url string, body []byte, headers ...string) int {
 // protobuf.
 func (d *doors) postOTLP(t *testing.T, ld plog.Logs, asJSON bool) {
 	t.Helper()
-	req := plogotlp.NewExportRequestFromLogs(ld)
-	body, contentType, err := []byte(nil), "application/x-protobuf", error(nil)
-	if asJSON {
-		body, err = req.MarshalJSON()
-		contentType = "application/json"
-	} else {
-		body, err = req.MarshalProto()
-	}
+	body, contentType, err := vendorexport.HTTPBody(ld, asJSON)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, post(t, "http://"+d.otlpHTTP+"/v1/logs", body, "Content-Type", contentType))
 }
@@ -373,11 +364,7 @@ func (d *doors) postOTLP(t *testing.T, ld plog.Logs, asJSON bool) {
 // exportGRPC exports ld over OTLP/gRPC.
 func (d *doors) exportGRPC(t *testing.T, ld plog.Logs) {
 	t.Helper()
-	conn, err := grpc.NewClient(d.otlpGRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	defer conn.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 	defer cancel()
-	_, err = plogotlp.NewGRPCClient(conn).Export(ctx, plogotlp.NewExportRequestFromLogs(ld), grpc.WaitForReady(true))
-	require.NoError(t, err)
+	require.NoError(t, vendorexport.ExportGRPC(ctx, d.otlpGRPC, ld))
 }
