@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -130,23 +131,37 @@ func (cfg *Config) Validate() error {
 // the token, an auth extension, an Authorization header, or the
 // endpoint's access_token (the relay's query fallback, which is sent).
 // One list decides both what a plaintext hop would expose and whether
-// commands arrive over an authenticated link.
+// commands arrive over an authenticated link. An empty credential is none
+// (`?access_token=${env:UNSET}`, `Authorization: "Bearer "`): it would make
+// a link that proves nothing look authenticated, so that a tokenless,
+// hostile relay's commands would be executed.
 func (cfg *Config) credentials() []string {
 	var carried []string
-	if cfg.Token != "" {
+	if !blank(string(cfg.Token)) {
 		carried = append(carried, "token")
 	}
 	if cfg.Auth.HasValue() {
 		carried = append(carried, "auth")
 	}
-	for name := range cfg.Headers.Iter {
-		if http.CanonicalHeaderKey(name) == "Authorization" {
+	for name, value := range cfg.Headers.Iter {
+		if http.CanonicalHeaderKey(name) == "Authorization" && authorizes(string(value)) {
 			carried = append(carried, "Authorization header")
 			break
 		}
 	}
-	if u, err := url.Parse(cfg.Endpoint); err == nil && u.Query().Has("access_token") {
+	if u, err := url.Parse(cfg.Endpoint); err == nil && !blank(u.Query().Get("access_token")) {
 		carried = append(carried, "access_token")
 	}
 	return carried
+}
+
+// authorizes reports whether an Authorization value carries a credential
+// after its scheme ("Bearer <token>"): a scheme alone proves nothing.
+func authorizes(value string) bool {
+	_, credential, _ := strings.Cut(strings.TrimSpace(value), " ")
+	return !blank(credential)
+}
+
+func blank(s string) bool {
+	return strings.TrimSpace(s) == ""
 }

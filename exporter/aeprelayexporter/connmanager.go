@@ -166,7 +166,7 @@ func (s *socketTransport) handleError(ctx context.Context, conn *relayConn, f in
 // handleEvent hands a command that arrived on the agent's link to the
 // control extension; the relay sends an emitter nothing else.
 func (s *socketTransport) handleEvent(ctx context.Context, l *relayLink, eventType string, raw []byte) {
-	if !isCommand(eventType) {
+	if !aep.IsCommand(eventType) {
 		s.logger.Debug("ignoring an event the AEP relay sent to an emitter", zap.String("type", eventType))
 		return
 	}

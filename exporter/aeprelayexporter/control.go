@@ -3,8 +3,6 @@ package aeprelayexporter // import "github.com/otelcol-openhands/otelcol-openhan
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -88,17 +86,4 @@ func declaredControl(l *controlLink) controlCapability {
 		accepts = declared
 	}
 	return controlCapability{Accepts: accepts, AckWindowMS: l.handler.AckWindow().Milliseconds()}
-}
-
-var vendorCommand = regexp.MustCompile(`^x\.[a-z0-9_-]+\.control\.`)
-
-// isCommand reports whether an event type is a command (AEP-0004 §2):
-// control.{imperative} or x.{vendor}.control.{verb}. The acks
-// control.accepted and control.rejected are facts, not commands.
-func isCommand(eventType string) bool {
-	switch eventType {
-	case "control.accepted", "control.rejected":
-		return false
-	}
-	return strings.HasPrefix(eventType, "control.") || vendorCommand.MatchString(eventType)
 }

@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/logevent"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
 )
@@ -21,7 +22,15 @@ const (
 	reasonRelayRefused = "relay_refused"
 	// reasonTooLarge: the relay answered 413 for this event alone.
 	reasonTooLarge = "too_large"
+	// reasonCommand: the record is a command. It is counted apart, by
+	// otelcol_aeprelay_commands_refused, never as a rejected event.
+	reasonCommand = "command"
 )
+
+// errCommand is why a command never leaves: the relay would route it, under
+// this exporter's credentials, to whichever connection claims its session,
+// this collector's own included, and its gate would execute it.
+var errCommand = errors.New("an emitter never sends commands (AEP-0004 §4.1): whatever receiver produced this record, it is not sent")
 
 // outboundEvent is one event ready for the relay.
 type outboundEvent struct {
@@ -145,8 +154,13 @@ func (p *pushSource) convertNext() bool {
 }
 
 // event rebuilds, checks, down-levels, marshals and validates one record.
-// A refusal with a nil err means the event is ready.
+// A refusal with a nil err means the event is ready. A command is refused
+// by its record's type, before anything else is read, so that no shape of
+// command record, valid or not, gets further.
 func (c converter) event(lr plog.LogRecord, res pcommon.Resource) (outboundEvent, refusal) {
+	if typ, ok := projection.TypeOf(lr); ok && aep.IsCommand(typ) {
+		return outboundEvent{}, refusal{reason: reasonCommand, typ: typ, err: errCommand}
+	}
 	ev, raw, rejected := c.Convert(lr, res)
 	if rejected != nil {
 		r := refusal{reason: rejected.Reason, err: rejected.Err}

@@ -141,8 +141,16 @@ func (e *relayExporter) account(ctx context.Context, batch converted) {
 
 // reject counts and logs one dropped event; the rest of its push goes on.
 // An event the relay refused is a warning that names the relay's code; one
-// this exporter cannot send is an error.
+// this exporter cannot send is an error, and a command one that says where
+// to look: a receiver that lets anyone emit under this collector's identity.
 func (e *relayExporter) reject(ctx context.Context, r refusal) {
+	if r.reason == reasonCommand {
+		e.tel.commandRefused(ctx)
+		e.rate.Error("command_refused", "refusing to send a control command to the AEP relay: an emitter never sends commands. "+
+			"A receiver of this pipeline took it from outside; authenticate it (README: Security)",
+			zap.String("type", r.typ), zap.Error(r.err))
+		return
+	}
 	e.tel.rejected(ctx, r.reason, r.code)
 	if r.code != "" {
 		e.rate.Warn("relay_refused_"+r.code+"_"+r.typ, "the AEP relay refused an event; dropping it, never resending it",

@@ -460,30 +460,55 @@ func TestSocketHandsCommandsToTheControlExtension(t *testing.T) {
 	assert.Equal(t, "unsupported", refusal.Code, "types outside accepts are refused on our behalf")
 }
 
+// TestSocketWithoutCredentialsDeclaresNoCommands: a link that sends no
+// credential, or only an empty one (an unset variable in the endpoint's
+// query, a header or the token), is not authenticated: the hello declares
+// no commands and one that a tokenless, hostile relay injects anyway
+// arrives marked unauthenticated, which the gate never executes.
 func TestSocketWithoutCredentialsDeclaresNoCommands(t *testing.T) {
-	relay := aeprelaytest.Start(t, aeprelaytest.Config{}) // a tokenless relay lets anyone speak
-	controlID := component.MustNewID("openhandscontrol")
-	control := newFakeControl("control.pause")
-	host := newTestHost()
-	host.extensions[controlID] = control
-	cfg := testConfig(relay.URL())
-	cfg.Control = &controlID
-	startExporter(t, cfg, host)
-	conn := awaitConnected(t, relay)
+	for _, tc := range []struct {
+		name   string
+		query  string
+		mutate func(*Config)
+	}{
+		{"none", "", func(*Config) {}},
+		{"empty access_token", "?access_token=", func(*Config) {}},
+		{"blank access_token", "?access_token=%20", func(*Config) {}},
+		{"empty Authorization header", "", func(c *Config) {
+			c.Headers = configopaque.MapList{{Name: "Authorization", Value: ""}}
+		}},
+		{"Authorization header without a credential", "", func(c *Config) {
+			c.Headers = configopaque.MapList{{Name: "authorization", Value: "Bearer "}}
+		}},
+		{"blank token", "", func(c *Config) { c.Token = " " }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			relay := aeprelaytest.Start(t, aeprelaytest.Config{}) // a tokenless relay lets anyone speak
+			controlID := component.MustNewID("openhandscontrol")
+			control := newFakeControl("control.pause")
+			host := newTestHost()
+			host.extensions[controlID] = control
+			cfg := testConfig(relay.URL() + tc.query)
+			tc.mutate(cfg)
+			cfg.Control = &controlID
+			startExporter(t, cfg, host)
+			conn := awaitConnected(t, relay)
 
-	hellos := relay.Hellos()
-	require.Len(t, hellos, 1)
-	assert.Equal(t, []string{}, hellos[0].Accepts, "an open gate behind a link without credentials declares accepts: []")
-	assert.Contains(t, string(hellos[0].Raw), `"accepts":[]`)
+			hellos := relay.Hellos()
+			require.Len(t, hellos, 1)
+			assert.Equal(t, []string{}, hellos[0].Accepts, "an open gate behind a link without credentials declares accepts: []")
+			assert.Contains(t, string(hellos[0].Raw), `"accepts":[]`)
 
-	// Whoever routes a command anyway: it arrives marked unauthenticated.
-	require.NoError(t, relay.SendFrame(conn.ID, commandEvent("cmd-1", "control.pause", "s1")))
-	select {
-	case got := <-control.commands:
-		assert.Equal(t, "cmd-1", got.ev.ID)
-		assert.False(t, got.authenticated)
-	case <-time.After(testTimeout):
-		t.Fatal("the control extension never received the command")
+			// Whoever routes a command anyway: it arrives marked unauthenticated.
+			require.NoError(t, relay.SendFrame(conn.ID, commandEvent("cmd-1", "control.pause", "s1")))
+			select {
+			case got := <-control.commands:
+				assert.Equal(t, "cmd-1", got.ev.ID)
+				assert.False(t, got.authenticated)
+			case <-time.After(testTimeout):
+				t.Fatal("the control extension never received the command")
+			}
+		})
 	}
 }
 

@@ -30,6 +30,7 @@ type telemetry struct {
 	eventsSkipped    metric.Int64Counter
 	eventsRejected   metric.Int64Counter
 	commandsReceived metric.Int64Counter
+	commandsRefused  metric.Int64Counter
 	unmatchedErrors  metric.Int64Counter
 	authRefusals     metric.Int64Counter
 	linksOpen        metric.Int64UpDownCounter
@@ -54,6 +55,8 @@ func newTelemetry(set component.TelemetrySettings, transport Transport) (*teleme
 		"AEP events dropped as permanently unsendable, by reason and, when the relay refused them, its code.", "{event}")
 	t.commandsReceived = b.Int64Counter("otelcol_aeprelay_commands_received",
 		"Control commands the relay routed to this connection, by outcome.", "{command}")
+	t.commandsRefused = b.Int64Counter("otelcol_aeprelay_commands_refused",
+		"Commands this exporter refused to send: an emitter never sends commands, whatever receiver produced the record.", "{command}")
 	t.unmatchedErrors = b.Int64Counter("otelcol_aeprelay_unmatched_errors",
 		"Relay error frames whose cause names none of our unconfirmed events, by code.", "{frame}")
 	t.authRefusals = b.Int64Counter("otelcol_aeprelay_auth_refused",
@@ -90,6 +93,10 @@ func (t *telemetry) authRefused(ctx context.Context, statusCode int) {
 
 func (t *telemetry) unmatchedError(ctx context.Context, code string) {
 	t.unmatchedErrors.Add(ctx, 1, metric.WithAttributes(attribute.String("code", code)))
+}
+
+func (t *telemetry) commandRefused(ctx context.Context) {
+	t.commandsRefused.Add(ctx, 1, t.transport)
 }
 
 func (t *telemetry) command(ctx context.Context, outcome string) {

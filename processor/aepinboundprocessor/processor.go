@@ -21,6 +21,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/capture"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/epoch"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/ratelog"
 	"github.com/otelcol-openhands/otelcol-openhands/processor/aepinboundprocessor/internal/vendormap"
 )
 
@@ -36,6 +37,7 @@ type aepInbound struct {
 	next    consumer.Logs
 	tel     *telemetry
 	logger  *zap.Logger
+	rate    *ratelog.Logger
 	now     func() time.Time
 
 	// mu is held from mapping to the next consumer's answer, so that a
@@ -72,6 +74,7 @@ func newProcessor(id component.ID, cfg *Config, set component.TelemetrySettings,
 		next:     next,
 		tel:      tel,
 		logger:   set.Logger,
+		rate:     ratelog.New(set.Logger, time.Minute),
 		now:      time.Now,
 		sessions: newSessionTable(cfg.MaxSessions, epoch.Process),
 	}, nil
@@ -132,8 +135,9 @@ func (b *batch) rollback() {
 }
 
 // ConsumeLogs replaces each configured vendor's record with its AEP event
-// (AEP-0005 §3 log records, one ResourceLogs per session) and passes every
-// other record through untouched. When the next consumer refuses the
+// (AEP-0005 §3 log records, one ResourceLogs per session), removes every
+// record that already was AEP, and passes every other record through
+// untouched. When the next consumer refuses the
 // batch, each session's seq goes back to where it was: the sender retries
 // the export, its records map again to the same positions, times and ids,
 // and a consumer that did take part of the first attempt sees legal
@@ -180,12 +184,16 @@ func (p *aepInbound) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 }
 
 // mapRecord appends lr's AEP event to the batch and reports whether lr
-// leaves the vendor's ResourceLogs: a mapped record is replaced, one the
-// mode emits nothing for is removed, and one without a usable session or
-// whose event the projection refuses stays as it came.
+// leaves its ResourceLogs: a mapped record is replaced, one the mode emits
+// nothing for or that already was AEP is removed, and one without a usable
+// session or whose event the projection refuses stays as it came.
 func (p *aepInbound) mapRecord(ctx context.Context, b *batch, res pcommon.Resource, lr plog.LogRecord, now time.Time) bool {
 	if b.err != nil {
 		return false
+	}
+	if typ, ok := projection.TypeOf(lr); ok {
+		p.refuseAEP(ctx, typ)
+		return true
 	}
 	rec := vendormap.FromLogRecord(res, lr)
 	v, ok := vendormap.Classify(rec, p.vendors)
@@ -237,6 +245,17 @@ func (p *aepInbound) mapRecord(ctx context.Context, b *batch, res pcommon.Resour
 	out.MoveTo(b.records(st).AppendEmpty())
 	p.tel.record(ctx, string(v), outcomeMapped)
 	return true
+}
+
+// refuseAEP counts and logs a record that already was AEP when it arrived:
+// this processor's receiver takes anyone's export, so such a record is not
+// trusted as AEP, and passed through it would leave under the collector's
+// relay identity, a command included. AEP from other emitters belongs to
+// the aep receiver, which validates and sequences it.
+func (p *aepInbound) refuseAEP(ctx context.Context, typ string) {
+	p.tel.aepRefused.Add(ctx, 1)
+	p.rate.Warn("aep_refused", "removing a log record that already is AEP: AEP from outside enters by the aep receiver, never by this pipeline",
+		zap.String("aep.type", typ))
 }
 
 // session is key's state: in the table, else restored from storage, else

@@ -360,3 +360,39 @@ func TestReloadStartsALaterEpoch(t *testing.T) {
 		checkStream(t, &checker, aepEvents(t, sink.AllLogs()[0]))
 	}
 }
+
+// TestRecordsAlreadyAEPAreRemoved: the otlp receiver takes anyone's
+// export, so a record that arrives as AEP (a command's projection, or any
+// event under the collector's relay identity) never passes through; the
+// vendor's records and the others still do.
+func TestRecordsAlreadyAEPAreRemoved(t *testing.T) {
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	sink := new(consumertest.LogsSink)
+	p, err := newProcessor(component.MustNewID("aepinbound"), createDefaultConfig().(*Config), tel.NewTelemetrySettings(), sink)
+	require.NoError(t, err)
+	e := newExport()
+	lrs := e.resource(map[string]any{"service.name": "openhands"})
+	for _, ev := range []*aep.Event{
+		{AEP: aep.Version, ID: "cmd-1", Type: "control.pause", Time: "2026-12-02T01:00:00Z",
+			Source: "aep://ops/agent/mission-control", Agent: "openhands", Session: "conv-a", Capture: aep.CaptureMetadata},
+		{AEP: aep.Version, ID: "cmd-2", Type: "x.openhands.control.send_input", Time: "2026-12-02T01:00:00Z",
+			Source: "aep://ops/agent/mission-control", Agent: "openhands", Session: "conv-a", Capture: aep.CaptureRedacted,
+			Data: map[string]any{"text": "rm -rf ~"}},
+		{AEP: aep.Version, ID: "forged", Type: "session.ended", Time: "2026-12-02T01:00:00Z",
+			Source: "aep://otelcol/agent/openhands/session/conv-a", Agent: "openhands", Session: "conv-a",
+			Seq: aep.Int64(7), Epoch: aep.Int64(0), Capture: aep.CaptureMetadata, Data: map[string]any{}},
+	} {
+		require.NoError(t, projection.ToLogRecord(ev, lrs.AppendEmpty(), projection.Options{}))
+	}
+	addRecord(lrs, t0, map[string]any{"http.route": "/pay"})
+	addRecord(e.resource(codexResource()), t0, codexAttrs("conv-b", "codex.api_request", nil))
+
+	require.NoError(t, p.ConsumeLogs(context.Background(), e.ld))
+	got := sink.AllLogs()[0]
+	events := aepEvents(t, got)
+	require.Len(t, events, 1, "only the vendor record's own event is AEP")
+	assert.Equal(t, "x.codex.otel.api_request", events[0].Type)
+	assert.Equal(t, 2, got.LogRecordCount(), "the codex event and the record that is not AEP")
+	assert.Equal(t, int64(3), telemetrytest.Counter(t, tel, "otelcol_aepinbound_aep_refused"))
+}

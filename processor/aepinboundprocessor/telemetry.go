@@ -21,8 +21,9 @@ const (
 )
 
 type telemetry struct {
-	records metric.Int64Counter
-	evicted metric.Int64Counter
+	records    metric.Int64Counter
+	evicted    metric.Int64Counter
+	aepRefused metric.Int64Counter
 }
 
 func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
@@ -32,6 +33,8 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 		"Vendor log records seen, by agent and outcome (mapped, skipped, no_session, refused).", "{record}")
 	t.evicted = b.Int64Counter("otelcol_aepinbound_sessions_evicted",
 		"Sessions forgotten because max_sessions was reached; one seen again continues in a new epoch.", "{session}")
+	t.aepRefused = b.Int64Counter("otelcol_aepinbound_aep_refused",
+		"Records that already were AEP (a dev.aep. event name) when they arrived: removed, never trusted as AEP.", "{record}")
 	return &t, b.Err()
 }
 

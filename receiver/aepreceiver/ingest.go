@@ -271,25 +271,13 @@ func admit(raw []byte) (*aep.Event, string, error) {
 	if err != nil {
 		return nil, reasonInvalid, err
 	}
-	if isCommand(ev.Type) {
+	if aep.IsCommand(ev.Type) {
 		return nil, reasonCommand, fmt.Errorf("%s is a control command: commands ride authenticated duplex bindings only (AEP-0004 §4.1), never this one", ev.Type)
 	}
 	if err := capture.CheckHonest(ev); err != nil {
 		return nil, reasonCapture, err
 	}
 	return ev, "", nil
-}
-
-// isCommand reports a control command: control.* other than the acks,
-// and x.{vendor}.control.*. Passed on, it would reach the AEP relay over
-// an exporter's authenticated link and be routed to an agent as if the
-// collector had sent it.
-func isCommand(eventType string) bool {
-	if rest, ok := strings.CutPrefix(eventType, "control."); ok {
-		return rest != "accepted" && rest != "rejected"
-	}
-	parts := strings.SplitN(eventType, ".", 4)
-	return len(parts) == 4 && parts[0] == "x" && parts[2] == "control"
 }
 
 // refuseEvents answers a body refused for one of its events: 403 for an

@@ -167,7 +167,7 @@ func TestJSONLGoldenRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	var sent [][]byte
 	for _, g := range aeptest.Golden(t) {
-		if !isCommand(g.Event.Type) {
+		if !aep.IsCommand(g.Event.Type) {
 			sent = append(sent, g.Raw)
 		}
 	}

@@ -340,7 +340,7 @@ func TestNoDataAboveTheCeilingLeaves(t *testing.T) {
 	h := newHarness(t, nil, nil)
 	var sent int
 	for _, g := range aeptest.Golden(t) {
-		if isCommand(g.Event.Type) {
+		if aep.IsCommand(g.Event.Type) {
 			continue
 		}
 		require.Equal(t, http.StatusAccepted, h.post(g.Raw).status, g.Name())
@@ -361,7 +361,7 @@ func TestGoldenRoundTrip(t *testing.T) {
 	golden := aeptest.Golden(t)
 	var sent, commands [][]byte
 	for _, g := range golden {
-		if isCommand(g.Event.Type) {
+		if aep.IsCommand(g.Event.Type) {
 			commands = append(commands, g.Raw)
 			continue
 		}

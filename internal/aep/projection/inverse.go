@@ -20,16 +20,22 @@ var ErrNotAEP = errors.New("projection: log record is not an AEP event")
 // resource is not consulted: service.name may be overridden for a shared
 // relay, so the agent comes from aep.agent_id alone.
 func FromLogRecord(lr plog.LogRecord, _ pcommon.Resource) (*aep.Event, error) {
-	name := lr.EventName()
-	typ, ok := strings.CutPrefix(name, EventNamePrefix)
+	typ, ok := TypeOf(lr)
 	if !ok {
-		return nil, fmt.Errorf("%w: event_name %q lacks the %q prefix", ErrNotAEP, name, EventNamePrefix)
+		return nil, fmt.Errorf("%w: event_name %q lacks the %q prefix", ErrNotAEP, lr.EventName(), EventNamePrefix)
 	}
 	ev, err := rebuildEvent(typ, lr)
 	if err != nil {
-		return nil, fmt.Errorf("projection: %s record: %w", name, err)
+		return nil, fmt.Errorf("projection: %s record: %w", lr.EventName(), err)
 	}
 	return ev, nil
+}
+
+// TypeOf is the AEP type lr's event_name names, and whether lr is an AEP
+// record at all (its event_name starts with EventNamePrefix). It reads
+// nothing else: a record can be classified before it is rebuilt.
+func TypeOf(lr plog.LogRecord) (string, bool) {
+	return strings.CutPrefix(lr.EventName(), EventNamePrefix)
 }
 
 // recordFacts collects what the attributes say before it is checked.

@@ -11,9 +11,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/aeprelaytest"
@@ -83,14 +80,7 @@ func freeAddr(t *testing.T) string {
 // JSON, retrying while the collector is still starting.
 func postOTLP(t *testing.T, addr string, ld plog.Logs, asJSON bool) {
 	t.Helper()
-	req := plogotlp.NewExportRequestFromLogs(ld)
-	body, contentType, err := []byte(nil), "application/x-protobuf", error(nil)
-	if asJSON {
-		body, err = req.MarshalJSON()
-		contentType = "application/json"
-	} else {
-		body, err = req.MarshalProto()
-	}
+	body, contentType, err := vendorexport.HTTPBody(ld, asJSON)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,15 +104,10 @@ func postOTLP(t *testing.T, addr string, ld plog.Logs, asJSON bool) {
 // exportGRPC sends ld over OTLP/gRPC, waiting for the receiver to be ready.
 func exportGRPC(t *testing.T, addr string, ld plog.Logs) {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := plogotlp.NewGRPCClient(conn).Export(ctx, plogotlp.NewExportRequestFromLogs(ld), grpc.WaitForReady(true)); err != nil {
-		t.Fatalf("OTLP/gRPC export: %v", err)
+	if err := vendorexport.ExportGRPC(ctx, addr, ld); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
@@ -92,19 +91,19 @@ func runFleet(ctx context.Context, collectorBin, config string) (err error) {
 	}
 
 	say("codex: one process, two conversations, exports its own OTel logs (OTLP/HTTP protobuf)")
-	export, err := plogotlp.NewExportRequestFromLogs(vendorexport.Codex(0, codexNames...)).MarshalProto()
+	export, contentType, err := vendorexport.HTTPBody(vendorexport.Codex(0, codexNames...), false)
 	if err != nil {
 		return err
 	}
-	if err := post(ctx, "http://"+otlp+"/v1/logs", export, http.StatusOK, "Content-Type", "application/x-protobuf"); err != nil {
+	if err := post(ctx, "http://"+otlp+"/v1/logs", export, http.StatusOK, "Content-Type", contentType); err != nil {
 		return fmt.Errorf("codex export: %w", err)
 	}
 	say("vs code: the Copilot Chat extension exports its own OTel logs (OTLP/HTTP JSON)")
-	export, err = plogotlp.NewExportRequestFromLogs(vendorexport.VSCode()).MarshalJSON()
+	export, contentType, err = vendorexport.HTTPBody(vendorexport.VSCode(), true)
 	if err != nil {
 		return err
 	}
-	if err := post(ctx, "http://"+otlp+"/v1/logs", export, http.StatusOK, "Content-Type", "application/json"); err != nil {
+	if err := post(ctx, "http://"+otlp+"/v1/logs", export, http.StatusOK, "Content-Type", contentType); err != nil {
 		return fmt.Errorf("vs code export: %w", err)
 	}
 	say("an AEP emitter (claude-code) POSTs a session with one run to the aep receiver")

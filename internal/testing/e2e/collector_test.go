@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusexporter"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/provider/yamlprovider"
 	"go.opentelemetry.io/collector/exporter/otlphttpexporter"
 	"go.opentelemetry.io/collector/otelcol"
 	"go.opentelemetry.io/collector/processor/batchprocessor"
+	"go.opentelemetry.io/collector/receiver/otlpreceiver"
 	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -23,6 +25,8 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/connector/aepconnector"
 	"github.com/otelcol-openhands/otelcol-openhands/exporter/aeprelayexporter"
 	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
+	"github.com/otelcol-openhands/otelcol-openhands/processor/aepinboundprocessor"
+	"github.com/otelcol-openhands/otelcol-openhands/receiver/aepreceiver"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
 )
 
@@ -180,11 +184,11 @@ service:
 // factories are the distribution's components this pipeline uses, wired
 // as the generated components.go wires them.
 func factories() (otelcol.Factories, error) {
-	receivers, err := otelcol.MakeFactoryMap(openhandsreceiver.NewFactory())
+	receivers, err := otelcol.MakeFactoryMap(openhandsreceiver.NewFactory(), aepreceiver.NewFactory(), otlpreceiver.NewFactory())
 	if err != nil {
 		return otelcol.Factories{}, fmt.Errorf("receiver factories: %w", err)
 	}
-	processors, err := otelcol.MakeFactoryMap(batchprocessor.NewFactory())
+	processors, err := otelcol.MakeFactoryMap(batchprocessor.NewFactory(), aepinboundprocessor.NewFactory())
 	if err != nil {
 		return otelcol.Factories{}, fmt.Errorf("processor factories: %w", err)
 	}
@@ -193,7 +197,7 @@ func factories() (otelcol.Factories, error) {
 	if err != nil {
 		return otelcol.Factories{}, fmt.Errorf("exporter factories: %w", err)
 	}
-	extensions, err := otelcol.MakeFactoryMap(countingStorageFactory(), openhandscontrol.NewFactory())
+	extensions, err := otelcol.MakeFactoryMap(countingStorageFactory(), openhandscontrol.NewFactory(), bearertokenauthextension.NewFactory())
 	if err != nil {
 		return otelcol.Factories{}, fmt.Errorf("extension factories: %w", err)
 	}
@@ -227,6 +231,13 @@ func startCollector(tb testing.TB, cfg pipelineConfig) *collector {
 	if cfg.quiet {
 		level = zap.ErrorLevel
 	}
+	return startCollectorYAML(tb, cfg.yaml(), level)
+}
+
+// startCollectorYAML runs the collector with the configuration config,
+// logging from level up, as startCollector does.
+func startCollectorYAML(tb testing.TB, config string, level zapcore.Level) *collector {
+	tb.Helper()
 	logger := zaptest.NewLogger(tb, zaptest.Level(level))
 	col, err := otelcol.NewCollector(otelcol.CollectorSettings{
 		BuildInfo: component.BuildInfo{
@@ -237,7 +248,7 @@ func startCollector(tb testing.TB, cfg pipelineConfig) *collector {
 		Factories: factories,
 		ConfigProviderSettings: otelcol.ConfigProviderSettings{
 			ResolverSettings: confmap.ResolverSettings{
-				URIs:              []string{"yaml:" + cfg.yaml()},
+				URIs:              []string{"yaml:" + config},
 				ProviderFactories: []confmap.ProviderFactory{yamlprovider.NewFactory()},
 			},
 		},

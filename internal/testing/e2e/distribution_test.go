@@ -11,11 +11,8 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
 	"go.opentelemetry.io/collector/otelcol"
-	"go.opentelemetry.io/collector/receiver/otlpreceiver"
 
 	"github.com/otelcol-openhands/otelcol-openhands/exporter/aepfileexporter"
-	"github.com/otelcol-openhands/otelcol-openhands/processor/aepinboundprocessor"
-	"github.com/otelcol-openhands/otelcol-openhands/receiver/aepreceiver"
 )
 
 // TestDistributionConfig loads and validates a configuration that uses each
@@ -33,9 +30,6 @@ func TestDistributionConfig(t *testing.T) {
 			}
 			f.Exporters[kafkaexporter.NewFactory().Type()] = kafkaexporter.NewFactory()
 			f.Processors[resourceprocessor.NewFactory().Type()] = resourceprocessor.NewFactory()
-			f.Receivers[aepreceiver.NewFactory().Type()] = aepreceiver.NewFactory()
-			f.Receivers[otlpreceiver.NewFactory().Type()] = otlpreceiver.NewFactory()
-			f.Processors[aepinboundprocessor.NewFactory().Type()] = aepinboundprocessor.NewFactory()
 			f.Exporters[aepfileexporter.NewFactory().Type()] = aepfileexporter.NewFactory()
 			return f, nil
 		},
