@@ -252,6 +252,7 @@ var exampleEnv = map[string]string{
 	"AEP_TOKEN":          "example-relay-token",
 	"AEP_INGEST_TOKEN":   "example-ingest-token",
 	"OH_SESSION_API_KEY": "example-session-key",
+	"OTLP_INGEST_TOKEN":  "example-otlp-token",
 	"SHARD_INDEX":        "0",
 }
 
