@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+	"io/fs"
+	"path"
 	"slices"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -114,71 +117,145 @@ func (t *tailer) run(ctx context.Context) {
 
 // round reads every session log once, in path order.
 func (t *tailer) round(ctx context.Context) {
-	paths, err := filepath.Glob(filepath.Join(t.cfg.Directory, "*", "*.jsonl"))
+	root, err := os.OpenRoot(t.cfg.Directory)
+	if errors.Is(err, fs.ErrNotExist) {
+		return // not made yet
+	}
 	if err != nil {
-		t.r.rl.Error("jsonl:glob", "cannot list the JSONL directory", zap.Error(err))
+		t.r.rl.Error("jsonl:list", "cannot open the JSONL directory", zap.String("directory", t.cfg.Directory), zap.Error(err))
 		return
 	}
-	slices.Sort(paths)
-	for path := range t.files {
-		if _, listed := slices.BinarySearch(paths, path); !listed {
-			delete(t.files, path) // removed; its stored offset stays, in case it comes back
+	defer root.Close()
+	names, err := t.list(root)
+	if err != nil {
+		t.r.rl.Error("jsonl:list", "cannot list the JSONL directory", zap.String("directory", t.cfg.Directory), zap.Error(err))
+		return
+	}
+	for name := range t.files {
+		if _, listed := slices.BinarySearch(names, name); !listed {
+			delete(t.files, name) // removed; its stored offset stays, in case it comes back
 		}
 	}
-	for _, path := range paths {
+	for _, name := range names {
 		if ctx.Err() != nil {
 			return
 		}
-		t.tail(ctx, path)
+		t.tail(ctx, root, name)
 	}
 }
 
-// tail passes on the complete lines of one file past its offset, a batch
-// at a time, until the file is read or the pipeline refuses for now.
-func (t *tailer) tail(ctx context.Context, path string) {
-	f, ok := t.files[path]
-	if !ok {
-		f = &tailedFile{offset: t.loadOffset(ctx, path)}
-		t.files[path] = f
-	}
-	file, err := t.openAt(path, f)
+// list names, sorted and relative to the directory, the session logs to
+// read: {agent}/{session}.jsonl, and {agent}.jsonl, where the aepfile
+// exporter writes an agent's events that have no session. Only regular
+// files and real folders are listed: a symlink, a FIFO or a device is
+// skipped (logged), so that nothing outside the directory is read and no
+// open or read can block the round.
+func (t *tailer) list(root *os.Root) ([]string, error) {
+	top, err := readDir(root, ".")
 	if err != nil {
-		t.r.rl.Warn("jsonl:open:"+path, "cannot open a JSONL session log", zap.String("path", path), zap.Error(err))
+		return nil, err
+	}
+	var names []string
+	for _, e := range top {
+		if e.IsDir() {
+			inner, err := readDir(root, e.Name())
+			if err != nil {
+				t.r.rl.Warn("jsonl:list:"+e.Name(), "cannot list an agent's folder of JSONL session logs",
+					zap.String("directory", t.cfg.Directory), zap.String("folder", e.Name()), zap.Error(err))
+				continue
+			}
+			for _, f := range inner {
+				if name := path.Join(e.Name(), f.Name()); t.isSessionLog(name, f) {
+					names = append(names, name)
+				}
+			}
+			continue
+		}
+		if t.isSessionLog(e.Name(), e) {
+			names = append(names, e.Name())
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// isSessionLog reports whether e, at name, is a session log to read: a
+// *.jsonl regular file. Anything else named *.jsonl is reported.
+func (t *tailer) isSessionLog(name string, e fs.DirEntry) bool {
+	if !strings.HasSuffix(name, ".jsonl") {
+		return false
+	}
+	if !e.Type().IsRegular() {
+		t.r.rl.Warn("jsonl:not_regular", "skipping a JSONL session log that is not a regular file (a symlink, a FIFO, a device)",
+			zap.String("directory", t.cfg.Directory), zap.String("path", name), zap.Stringer("type", e.Type()))
+		return false
+	}
+	return true
+}
+
+func readDir(root *os.Root, name string) ([]fs.DirEntry, error) {
+	d, err := root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.ReadDir(-1)
+}
+
+// tail passes on the complete lines of one file past its offset, a batch
+// at a time, until it has read what the file held when opened (a log
+// written faster than it is read does not hold up the others) or the
+// pipeline refuses for now.
+func (t *tailer) tail(ctx context.Context, root *os.Root, name string) {
+	f, ok := t.files[name]
+	if !ok {
+		f = &tailedFile{offset: t.loadOffset(ctx, name)}
+		t.files[name] = f
+	}
+	file, size, err := t.openAt(root, name, f)
+	if err != nil {
+		t.r.rl.Warn("jsonl:open:"+name, "cannot open a JSONL session log", zap.String("path", name), zap.Error(err))
 		return
 	}
 	defer file.Close()
-	br := bufio.NewReaderSize(file, 64<<10)
+	lr := newLineReader(io.LimitReader(file, size-f.offset), t.r.maxBody)
 	for ctx.Err() == nil {
-		lines, read, err := readLines(br, maxLinesPerBatch, t.r.maxBody)
+		lines, read, err := lr.readBatch(maxLinesPerBatch, t.r.maxBody)
 		if err != nil {
-			t.r.rl.Warn("jsonl:read:"+path, "cannot read a JSONL session log", zap.String("path", path), zap.Error(err))
+			t.r.rl.Warn("jsonl:read:"+name, "cannot read a JSONL session log", zap.String("path", name), zap.Error(err))
 			return
 		}
 		if read == 0 {
 			return
 		}
-		if !t.pass(ctx, path, f, lines) {
+		if !t.pass(ctx, name, f, lines) {
 			return
 		}
 		f.offset += read
 		// Stored even while shutting down: the lines have left.
-		t.storeOffset(context.WithoutCancel(ctx), path, f.offset)
+		t.storeOffset(context.WithoutCancel(ctx), name, f.offset)
 	}
 }
 
-// openAt opens path at f's offset, which it resets when the file shrank
-// below it.
-func (t *tailer) openAt(path string, f *tailedFile) (*os.File, error) {
-	file, err := os.Open(path)
+// openAt opens name, a regular file inside root, at f's offset, which it
+// resets when the file shrank below it, and returns the file's size.
+// O_NONBLOCK: a FIFO put in the file's place since the listing cannot
+// block the open; it is then refused as not regular.
+func (t *tailer) openAt(root *os.Root, name string, f *tailedFile) (*os.File, int64, error) {
+	file, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	info, err := file.Stat()
-	if err == nil && info.Size() < f.offset {
+	switch {
+	case err != nil:
+	case !info.Mode().IsRegular():
+		err = fmt.Errorf("not a regular file (%s)", info.Mode().Type())
+	case info.Size() < f.offset:
 		// Truncated or rewritten: an append-only log does neither, so
 		// what it holds now is new.
 		t.r.set.Logger.Warn("a JSONL session log shrank below its offset; reading it again from the start",
-			zap.String("path", path), zap.Int64("offset", f.offset), zap.Int64("size", info.Size()))
+			zap.String("path", name), zap.Int64("offset", f.offset), zap.Int64("size", info.Size()))
 		f.offset = 0
 	}
 	if err == nil {
@@ -186,9 +263,9 @@ func (t *tailer) openAt(path string, f *tailedFile) (*os.File, error) {
 	}
 	if err != nil {
 		file.Close()
-		return nil, err
+		return nil, 0, err
 	}
-	return file, nil
+	return file, info.Size(), nil
 }
 
 // pass checks lines and hands the admitted ones to the pipeline. It
@@ -281,23 +358,52 @@ type jsonlLine struct {
 	tooLong bool
 }
 
-// readLines reads up to max complete lines and the bytes they took; an
+// lineReader reads complete lines; a line read past a batch's byte budget
+// is held for the next batch.
+type lineReader struct {
+	br      *bufio.Reader
+	maxLine int64
+	held    *jsonlLine
+	heldN   int64
+}
+
+func newLineReader(r io.Reader, maxLine int64) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, 64<<10), maxLine: maxLine}
+}
+
+// readBatch reads up to max complete lines of at most maxBytes together
+// (a longer line makes a batch of its own), and the bytes they took; an
 // unterminated last line is left unread.
-func readLines(br *bufio.Reader, max int, maxLine int64) ([]jsonlLine, int64, error) {
+func (lr *lineReader) readBatch(max int, maxBytes int64) ([]jsonlLine, int64, error) {
 	var lines []jsonlLine
-	var read int64
+	var read, held int64
 	for len(lines) < max {
-		line, n, err := readLine(br, maxLine)
+		line, n, err := lr.next()
 		if errors.Is(err, io.EOF) {
-			return lines, read, nil
+			break
 		}
 		if err != nil {
 			return nil, 0, err
 		}
+		if len(lines) > 0 && held+int64(len(line.raw)) > maxBytes {
+			lr.held, lr.heldN = &line, n
+			break
+		}
 		lines = append(lines, line)
 		read += n
+		held += int64(len(line.raw))
 	}
 	return lines, read, nil
+}
+
+// next is the held line, else the next one read.
+func (lr *lineReader) next() (jsonlLine, int64, error) {
+	if lr.held != nil {
+		line, n := *lr.held, lr.heldN
+		lr.held = nil
+		return line, n, nil
+	}
+	return readLine(lr.br, lr.maxLine)
 }
 
 // readLine reads one newline-terminated line and the bytes it took;
@@ -325,13 +431,8 @@ func readLine(br *bufio.Reader, maxLine int64) (jsonlLine, int64, error) {
 	}
 }
 
-func (t *tailer) offsetKey(path string) string {
-	rel, err := filepath.Rel(t.cfg.Directory, path)
-	if err != nil {
-		rel = path
-	}
-	return "jsonl/" + filepath.ToSlash(rel)
-}
+// offsetKey is the storage key of name, a path relative to the directory.
+func (t *tailer) offsetKey(name string) string { return "jsonl/" + name }
 
 // loadOffset is the stored offset of path, 0 when none is stored.
 func (t *tailer) loadOffset(ctx context.Context, path string) int64 {

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -207,4 +210,60 @@ func TestJSONLForgetsRemovedFiles(t *testing.T) {
 	require.NoError(t, os.Remove(path))
 	r.tailer.round(context.Background())
 	assert.Empty(t, r.tailer.files)
+}
+
+// Only regular files inside the directory are tailed. A FIFO, a symlink
+// to /dev/zero, a symlink to a log outside the directory and a symlinked
+// agent folder are skipped and reported; the real logs beside them keep
+// being tailed, round after round, and shutdown completes.
+func TestJSONLTailsRegularFilesInsideTheDirectoryOnly(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	path := sessionLog(t, dir)
+	appendTo(t, path, ndjson(toolRequested))
+	agentDir := filepath.Join(dir, "claude-code")
+	require.NoError(t, syscall.Mkfifo(filepath.Join(agentDir, "a-fifo.jsonl"), 0o600))
+	require.NoError(t, os.Symlink("/dev/zero", filepath.Join(agentDir, "b-zero.jsonl")))
+	stray := filepath.Join(outside, "stray.jsonl")
+	appendTo(t, stray, ndjson(event("outside", 9, "run.started", `{}`)))
+	require.NoError(t, os.Symlink(stray, filepath.Join(agentDir, "c-outside.jsonl")))
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "a-linked-agent")))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "agent-fifo.jsonl"), 0o600))
+
+	h := newHarness(t, nil, nil, tailing(dir, nil))
+	h.awaitIDs("e1")
+	appendTo(t, path, ndjson(runStarted))
+	h.awaitIDs("e1", "e2")
+
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		h.stopReceiver()
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(waitFor):
+		t.Fatal("shutdown did not complete")
+	}
+	assert.Positive(t, h.logs.FilterMessageSnippet("not a regular file").Len())
+}
+
+// A batch is bounded in bytes as well as in lines: lines of a third of
+// max_request_body_size go to the pipeline at most three to a call, so a
+// round never holds more than about the body limit.
+func TestJSONLBatchIsBoundedInBytes(t *testing.T) {
+	const maxBody = 64 << 10
+	dir := t.TempDir()
+	path := sessionLog(t, dir)
+	pad := strings.Repeat("a", maxBody/3-300)
+	var ids []string
+	for i := range 10 {
+		id := fmt.Sprintf("big%d", i)
+		ids = append(ids, id)
+		appendTo(t, path, ndjson(event(id, i, "x.test.tool.blob", fmt.Sprintf(`{"pad":%q}`, pad))))
+	}
+	h := newHarness(t, nil, nil, tailing(dir, nil), func(c *Config) { c.MaxRequestBodySize = maxBody })
+	h.awaitIDs(ids...)
+	for _, ld := range h.sink.AllLogs() {
+		assert.LessOrEqual(t, ld.LogRecordCount(), 3, "records handed to the pipeline at once")
+	}
 }
