@@ -7,13 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"io/fs"
+	"os"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -23,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/regularfile"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/storageclient"
 )
 
@@ -237,21 +237,16 @@ func (t *tailer) tail(ctx context.Context, root *os.Root, name string) {
 	}
 }
 
-// openAt opens name, a regular file inside root, at f's offset, which it
+// openAt opens name, a regular file inside root (never a symlink, a FIFO
+// or a device put in its place since the listing), at f's offset, which it
 // resets when the file shrank below it, and returns the file's size.
-// O_NONBLOCK: a FIFO put in the file's place since the listing cannot
-// block the open; it is then refused as not regular.
 func (t *tailer) openAt(root *os.Root, name string, f *tailedFile) (*os.File, int64, error) {
-	file, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	file, err := regularfile.Open(root, name, os.O_RDONLY)
 	if err != nil {
 		return nil, 0, err
 	}
 	info, err := file.Stat()
-	switch {
-	case err != nil:
-	case !info.Mode().IsRegular():
-		err = fmt.Errorf("not a regular file (%s)", info.Mode().Type())
-	case info.Size() < f.offset:
+	if err == nil && info.Size() < f.offset {
 		// Truncated or rewritten: an append-only log does neither, so
 		// what it holds now is new.
 		t.r.set.Logger.Warn("a JSONL session log shrank below its offset; reading it again from the start",
