@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.opentelemetry.io/otel/attribute"
 
@@ -266,4 +267,33 @@ func TestJSONLBatchIsBoundedInBytes(t *testing.T) {
 	for _, ld := range h.sink.AllLogs() {
 		assert.LessOrEqual(t, ld.LogRecordCount(), 3, "records handed to the pipeline at once")
 	}
+}
+
+// A round reads a file up to the size it had when the round opened it: a
+// log that grows as fast as it is read (here, the pipeline appends a line
+// each time it takes one) does not hold up the logs after it.
+func TestJSONLRoundReadsAFileUpToItsSizeAtOpen(t *testing.T) {
+	dir := t.TempDir()
+	growing := filepath.Join(dir, "a-agent.jsonl")
+	appendTo(t, growing, ndjson(event("grow-0", 0, "run.started", `{}`)))
+	appendTo(t, sessionLog(t, dir), ndjson(toolRequested))
+	cfg := createDefaultConfig().(*Config)
+	tailing(dir, nil)(cfg)
+	sink := new(consumertest.LogsSink)
+	appended := 0
+	grow := consumer.ConsumeLogsFunc(func(ctx context.Context, ld plog.Logs) error {
+		if appended < maxLinesPerBatch*3 {
+			appended++
+			appendTo(t, growing, ndjson(event(fmt.Sprintf("grow-%d", appended), appended, "run.started", `{}`)))
+		}
+		return sink.ConsumeLogs(ctx, ld)
+	})
+	c, err := consumer.NewLogs(grow)
+	require.NoError(t, err)
+	r, err := newReceiver(cfg, receivertest.NewNopSettings(componentType), c)
+	require.NoError(t, err)
+	r.maxBody = 1 << 20 // what Start reads from confighttp; rounds run here without it
+
+	r.tailer.round(context.Background())
+	assert.Equal(t, 2, sink.LogRecordCount(), "one line of each log; the growing one waits for the next round")
 }
