@@ -3,8 +3,10 @@ package aepfileexporter
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -59,6 +61,7 @@ func testConfig(dir string) *Config {
 }
 
 type harness struct {
+	cfg  *Config
 	exp  exporter.Logs
 	file *fileExporter
 	tel  *componenttest.Telemetry
@@ -69,7 +72,7 @@ type harness struct {
 // startExporter starts an exporter of cfg, shut down when the test ends.
 func startExporter(t *testing.T, cfg *Config) *harness {
 	t.Helper()
-	h := &harness{tel: componenttest.NewTelemetry(), host: &testHost{}}
+	h := &harness{cfg: cfg, tel: componenttest.NewTelemetry(), host: &testHost{}}
 	t.Cleanup(func() { require.NoError(t, h.tel.Shutdown(context.Background())) })
 	set := exportertest.NewNopSettings(componentType)
 	set.TelemetrySettings = h.tel.NewTelemetrySettings()
@@ -178,4 +181,18 @@ func idsOf(events []*aep.Event) []string {
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	require.Eventually(t, cond, testTimeout, 10*time.Millisecond, what)
+}
+
+// readGzip reads a gzipped file whole.
+func readGzip(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(zr)
 }

@@ -202,7 +202,7 @@ func TestCompressionHoldsOnlyItsSession(t *testing.T) {
 	dir := t.TempDir()
 	h := startExporter(t, testConfig(dir))
 	w := h.file.writer
-	stem := filepath.Join(dir, "openhands", "s1")
+	stem := filepath.Join("openhands", "s1") // relative to the directory
 	w.mu.Lock()
 	w.compressing[stem] = struct{}{}
 	w.mu.Unlock()

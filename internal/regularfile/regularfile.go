@@ -12,14 +12,14 @@ import (
 	"syscall"
 )
 
-// ErrNotRegular is wrapped by every refusal of Open.
-var ErrNotRegular = errors.New("not a regular file")
+// errNotRegular is wrapped by every refusal of Open.
+var errNotRegular = errors.New("not a regular file")
 
 // Open opens name inside root (which confines it to the directory, in
-// whatever way name's folders are swapped) with flag, and only if name is
-// a regular file and not a symlink. O_NONBLOCK keeps a FIFO from blocking
-// the open; it is then refused, as is an entry that changed between the
-// open and the check.
+// whatever way name's folders are swapped) with flag, and only if what it
+// opened is a regular file and name's entry is not a symlink (a link to
+// another file inside the directory is refused too). O_NONBLOCK keeps a
+// FIFO from blocking the open; it is then refused.
 func Open(root *os.Root, name string, flag int) (*os.File, error) {
 	f, err := root.OpenFile(name, flag|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -32,8 +32,8 @@ func Open(root *os.Root, name string, flag int) (*os.File, error) {
 	return f, nil
 }
 
-// check reports why f, opened as name, is not the regular file that
-// name's entry is.
+// check reports why f, opened as name, is not a regular file named
+// without a symlink.
 func check(root *os.Root, name string, f *os.File) error {
 	opened, err := f.Stat()
 	if err != nil {
@@ -45,11 +45,9 @@ func check(root *os.Root, name string, f *os.File) error {
 	}
 	switch {
 	case entry.Mode()&fs.ModeSymlink != 0:
-		return fmt.Errorf("%s: %w (a symlink, not followed)", name, ErrNotRegular)
+		return fmt.Errorf("%s: %w (a symlink, not followed)", name, errNotRegular)
 	case !opened.Mode().IsRegular():
-		return fmt.Errorf("%s: %w (%s)", name, ErrNotRegular, opened.Mode().Type())
-	case !os.SameFile(opened, entry):
-		return fmt.Errorf("%s: %w (replaced while it was opened)", name, ErrNotRegular)
+		return fmt.Errorf("%s: %w (%s)", name, errNotRegular, opened.Mode().Type())
 	}
 	return nil
 }
