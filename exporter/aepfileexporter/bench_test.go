@@ -49,3 +49,38 @@ func BenchmarkPushLogs(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReopenForTheBound writes two long sessions in turn through one
+// descriptor (max_open_files: 1): each event closes one log and reopens
+// the other, whose dedup state comes back from what the close kept, not
+// from reading the log again.
+func BenchmarkReopenForTheBound(b *testing.B) {
+	const sessionLen = 20000
+	cfg := testConfig(b.TempDir())
+	cfg.Fsync = FsyncNone
+	cfg.MaxOpenFiles = 1
+	e, err := newFileExporter(cfg, exportertest.NewNopSettings(componentType))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := e.start(context.Background(), componenttest.NewNopHost()); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = e.shutdown(context.Background()) }()
+	for _, session := range []string{"s0", "s1"} {
+		if err := e.pushLogs(context.Background(), aeptest.LogsOf(b, sessionEvents(session, 0, sessionLen)...)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	pushes := make([]plog.Logs, 0, b.N)
+	for i := range b.N {
+		pushes = append(pushes, aeptest.LogsOf(b, newEvent(fmt.Sprintf("s%d", i%2), int64(sessionLen+i/2))))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for _, ld := range pushes {
+		if err := e.pushLogs(context.Background(), ld); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -582,4 +583,29 @@ func TestWiderAgentFolderIsNarrowed(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o777), st.Mode().Perm(), "the directory is left as it is")
 	assert.Len(t, h.logs.FilterMessage("the AEP session log directory is writable by other users; it is left as it is").All(), 1)
+}
+
+// TestReopenForTheBoundDoesNotReadTheLogAgain: a log closed for
+// max_open_files and written again gets its dedup state back from what the
+// close kept: reopening it costs a handful of allocations, not one or more
+// per line of the log.
+func TestReopenForTheBoundDoesNotReadTheLogAgain(t *testing.T) {
+	const sessionLen = 5000
+	cfg := testConfig(t.TempDir())
+	cfg.MaxOpenFiles = 1
+	h := startExporter(t, cfg)
+	for _, session := range []string{"s0", "s1"} {
+		require.NoError(t, h.consume(t, sessionEvents(session, 0, sessionLen)...))
+	}
+	pushes := make([]plog.Logs, 0, 20)
+	for i := range cap(pushes) {
+		pushes = append(pushes, aeptest.LogsOf(t, newEvent(fmt.Sprintf("s%d", i%2), int64(sessionLen+i/2))))
+	}
+	next := 0
+	allocs := testing.AllocsPerRun(len(pushes)-1, func() {
+		require.NoError(t, h.file.pushLogs(t.Context(), pushes[next]))
+		next++
+	})
+	assert.Less(t, allocs, float64(sessionLen/10), "allocations to close one log and reopen the other")
+	assert.Equal(t, int64(2*sessionLen+len(pushes)), h.counter(t, "otelcol_aepfile_events_written"))
 }

@@ -17,12 +17,15 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/recent"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/regularfile"
 )
 
 // fileKey names one session log: an agent-scoped event (no session) goes
 // to the agent's own log.
 type fileKey struct{ agent, session string }
+
+func (k fileKey) String() string { return k.agent + "\x00" + k.session }
 
 func keyOf(ev *aep.Event) fileKey { return fileKey{agent: ev.Agent, session: ev.Session} }
 
@@ -69,6 +72,19 @@ type sessionLog struct {
 // path is l's current segment, relative to the directory.
 func (l *sessionLog) path() string { return filepath.Join(l.dir, segmentName(l.stem, l.segment)) }
 
+// closedPerOpen is how many closed logs' dedup state is kept per open
+// file: sessions written in turn past max_open_files are each closed and
+// reopened, and keeping a few times as many spares reading them again.
+const closedPerOpen = 4
+
+// closedLog is a closed log's dedup state and where its lines ended.
+type closedLog struct {
+	seen    *dedup
+	segment int
+	size    int64
+	ended   bool
+}
+
 // logWriter appends events to session logs, holding at most maxOpen of
 // them open. It is safe for concurrent use.
 //
@@ -97,6 +113,10 @@ type logWriter struct {
 	compressedOne *sync.Cond
 	// rotated and compressed count segments since the last takeCounts.
 	rotated, compressed int
+	// closedLogs keeps what the last logs closed held, so that one
+	// closed for the open-file bound and written again is not read whole
+	// again (zero for a log open since). closedPerOpen per open file.
+	closedLogs recent.Window[*closedLog]
 	// line is write's buffer for a line and its '\n', reused under mu.
 	line []byte
 }
@@ -107,6 +127,7 @@ func newLogWriter(cfg writerConfig, logger *zap.Logger) *logWriter {
 		logs: make(map[fileKey]*sessionLog), lru: list.New(),
 		dirs: make(map[string]struct{}), unsyncedDirs: make(map[string]struct{}),
 		compressing: make(map[string]struct{}),
+		closedLogs:  recent.New[*closedLog](closedPerOpen * cfg.maxOpen),
 	}
 	w.compressedOne = sync.NewCond(&w.mu)
 	return w
@@ -210,6 +231,10 @@ func (w *logWriter) open(key fileKey, now time.Time) (*sessionLog, error) {
 		l.f.Close()
 		return nil, err
 	}
+	// Until it is closed again, the log's state is l's.
+	if c := w.closedLogs.Get(key.String()); c != nil {
+		*c = closedLog{}
+	}
 	if ended {
 		l.endedAt = now // a late redelivery: close it again after the grace
 	}
@@ -218,13 +243,18 @@ func (w *logWriter) open(key fileKey, now time.Time) (*sessionLog, error) {
 	return l, nil
 }
 
-// recoverSeen fills l's dedup from every line of its segments, in order
-// (the current one up to its last complete line), and reports whether the
-// session had ended. It reads the whole log, a line at a time: what it
-// keeps is bounded by dedup_window, not by the log.
+// recoverSeen fills l's dedup and reports whether the session had ended:
+// from what l held when this process closed it, if the log is as it left
+// it, else from every line of its segments, in order (the current one up
+// to its last complete line), a line at a time: what it keeps is bounded
+// by dedup_window, not by the log.
 func (w *logWriter) recoverSeen(l *sessionLog) (ended bool, err error) {
 	if w.cfg.dedupWindow <= 0 {
 		return false, nil
+	}
+	if c := w.closedLogs.Get(l.key.String()); c != nil && c.seen != nil && c.segment == l.segment && c.size == l.size {
+		l.seen = c.seen
+		return c.ended, nil
 	}
 	for n := range l.segment {
 		path := filepath.Join(l.dir, segmentName(l.stem, n))
@@ -502,7 +532,15 @@ func (w *logWriter) close(l *sessionLog) error {
 	if err != nil {
 		return fmt.Errorf("close %s: %w", w.abs(l.path()), err)
 	}
+	w.rememberClosed(l.key, closedLog{seen: l.seen, segment: l.segment, size: l.size, ended: !l.endedAt.IsZero()})
 	return nil
+}
+
+// rememberClosed keeps what key's log held when it was closed.
+func (w *logWriter) rememberClosed(key fileKey, c closedLog) {
+	k := key.String()
+	w.closedLogs.Put(k, new(closedLog)) // a known key keeps its holder
+	*w.closedLogs.Get(k) = c
 }
 
 // rotate closes l's current segment and continues l in the next one; what
