@@ -20,14 +20,7 @@ func BenchmarkPushLogs(b *testing.B) {
 		b.Run(string(policy), func(b *testing.B) {
 			cfg := testConfig(b.TempDir())
 			cfg.Fsync = policy
-			e, err := newFileExporter(cfg, exportertest.NewNopSettings(componentType))
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := e.start(context.Background(), componenttest.NewNopHost()); err != nil {
-				b.Fatal(err)
-			}
-			defer func() { _ = e.shutdown(context.Background()) }()
+			e := startBenchExporter(b, cfg)
 			const perPush, sessions = 100, 10
 			pushes := make([]plog.Logs, 0, b.N)
 			for i := range b.N {
@@ -59,14 +52,7 @@ func BenchmarkReopenForTheBound(b *testing.B) {
 	cfg := testConfig(b.TempDir())
 	cfg.Fsync = FsyncNone
 	cfg.MaxOpenFiles = 1
-	e, err := newFileExporter(cfg, exportertest.NewNopSettings(componentType))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := e.start(context.Background(), componenttest.NewNopHost()); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = e.shutdown(context.Background()) }()
+	e := startBenchExporter(b, cfg)
 	for _, session := range []string{"s0", "s1"} {
 		if err := e.pushLogs(context.Background(), aeptest.LogsOf(b, sessionEvents(session, 0, sessionLen)...)); err != nil {
 			b.Fatal(err)
@@ -83,4 +69,19 @@ func BenchmarkReopenForTheBound(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// startBenchExporter starts the push function of cfg without
+// exporterhelper, shut down when the benchmark ends.
+func startBenchExporter(b *testing.B, cfg *Config) *fileExporter {
+	b.Helper()
+	e, err := newFileExporter(cfg, exportertest.NewNopSettings(componentType))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := e.start(context.Background(), componenttest.NewNopHost()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = e.shutdown(context.Background()) })
+	return e
 }

@@ -119,7 +119,7 @@ func (w *logWriter) removeUntouched(now time.Time, maxAge time.Duration) (int, e
 		return 0, nil // not made yet
 	}
 	dirs := []string{"."}
-	entries, err := readDir(w.root, ".")
+	entries, err := regularfile.ReadDir(w.root, ".")
 	if err != nil {
 		return 0, fmt.Errorf("read %s: %w", w.cfg.directory, err)
 	}
@@ -141,7 +141,7 @@ func (w *logWriter) removeUntouched(now time.Time, maxAge time.Duration) (int, e
 // removeUntouchedIn removes, in dir, the logs not in open whose files were
 // all last modified before cutoff.
 func (w *logWriter) removeUntouchedIn(dir string, open map[string]struct{}, cutoff time.Time) (int, error) {
-	entries, err := readDir(w.root, dir)
+	entries, err := regularfile.ReadDir(w.root, dir)
 	if err != nil {
 		return 0, fmt.Errorf("read %s: %w", w.abs(dir), err)
 	}
@@ -182,16 +182,6 @@ func (w *logWriter) removeUntouchedIn(dir string, open map[string]struct{}, cuto
 		}
 	}
 	return removed, errors.Join(errs...)
-}
-
-// readDir lists dir inside root.
-func readDir(root *os.Root, dir string) ([]fs.DirEntry, error) {
-	d, err := root.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	return d.ReadDir(-1)
 }
 
 // stemOf is the stem of a file this exporter writes ({stem}.jsonl,

@@ -51,3 +51,14 @@ func check(root *os.Root, name string, f *os.File) error {
 	}
 	return nil
 }
+
+// ReadDir lists dir inside root; its entries' types are as listed, so a
+// symlink is reported as one, never followed.
+func ReadDir(root *os.Root, dir string) ([]fs.DirEntry, error) {
+	d, err := root.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.ReadDir(-1)
+}

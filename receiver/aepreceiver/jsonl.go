@@ -151,14 +151,14 @@ func (t *tailer) round(ctx context.Context) {
 // skipped (logged), so that nothing outside the directory is read and no
 // open or read can block the round.
 func (t *tailer) list(root *os.Root) ([]string, error) {
-	top, err := readDir(root, ".")
+	top, err := regularfile.ReadDir(root, ".")
 	if err != nil {
 		return nil, err
 	}
 	var names []string
 	for _, e := range top {
 		if e.IsDir() {
-			inner, err := readDir(root, e.Name())
+			inner, err := regularfile.ReadDir(root, e.Name())
 			if err != nil {
 				t.r.rl.Warn("jsonl:list:"+e.Name(), "cannot list an agent's folder of JSONL session logs",
 					zap.String("directory", t.cfg.Directory), zap.String("folder", e.Name()), zap.Error(err))
@@ -191,15 +191,6 @@ func (t *tailer) isSessionLog(name string, e fs.DirEntry) bool {
 		return false
 	}
 	return true
-}
-
-func readDir(root *os.Root, name string) ([]fs.DirEntry, error) {
-	d, err := root.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	return d.ReadDir(-1)
 }
 
 // tail passes on the complete lines of one file past its offset, a batch
