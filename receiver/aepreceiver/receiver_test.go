@@ -2,6 +2,7 @@ package aepreceiver
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -537,4 +538,34 @@ func TestTooManyEventsIsRefusedWhileReading(t *testing.T) {
 		})
 	}
 	assert.Equal(t, int64(2), h.counter("otelcol_aepreceiver_requests_refused", attribute.String("reason", requestTooManyEvents)))
+}
+
+// A gzip body is bounded as it is decompressed: 8 KB of gzip that expand
+// to 8 MiB of newlines are refused (413 too-many-events) having allocated
+// a fraction of what they expand to.
+func TestGzipBatchIsRefusedWhileDecompressing(t *testing.T) {
+	const bodySize = 8 << 20
+	h := newHarness(t, nil, nil, func(c *Config) { c.MaxRequestBodySize = bodySize })
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, err := zw.Write(bytes.Repeat([]byte("\n"), bodySize))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	req, err := http.NewRequest(http.MethodPost, h.url+eventsPath, bytes.NewReader(gz.Bytes()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	req.Header.Set("Content-Encoding", "gzip")
+	req.Header.Set("AEP-Version", aep.Version)
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	runtime.ReadMemStats(&after)
+	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), "too-many-events")
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(bodySize/4), "bytes allocated to refuse %d KB of gzip", gz.Len()>>10)
 }
