@@ -609,3 +609,19 @@ func TestReopenForTheBoundDoesNotReadTheLogAgain(t *testing.T) {
 	assert.Less(t, allocs, float64(sessionLen/10), "allocations to close one log and reopen the other")
 	assert.Equal(t, int64(2*sessionLen+len(pushes)), h.counter(t, "otelcol_aepfile_events_written"))
 }
+
+// TestRemovedDirectoryIsMadeAgain: a directory removed behind the
+// exporter's back fails the next push retryably, and the retry makes it
+// again and writes.
+func TestRemovedDirectoryIsMadeAgain(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "logs")
+	h := startExporter(t, testConfig(dir))
+	require.NoError(t, h.consume(t, newEvent("s1", 0)))
+	require.NoError(t, os.RemoveAll(dir))
+
+	err := h.consume(t, newEvent("s2", 0))
+	require.Error(t, err)
+	assert.False(t, consumererror.IsPermanent(err))
+	require.NoError(t, h.consume(t, newEvent("s2", 0)), "the retry")
+	assert.Len(t, readLog(t, sessionPath(dir, "s2")), 1)
+}

@@ -481,7 +481,7 @@ func (w *logWriter) makeFolder(dir string) error {
 		}
 		return nil
 	case errors.Is(err, fs.ErrNotExist):
-		w.lost(".")
+		w.lost(dir)
 		fallthrough
 	case !errors.Is(err, fs.ErrExist):
 		return fmt.Errorf("create directory %s: %w", w.abs(dir), err)
@@ -507,9 +507,6 @@ func (w *logWriter) makeFolder(dir string) error {
 // itself was removed: both are made again next time.
 func (w *logWriter) lost(dir string) {
 	delete(w.dirs, dir)
-	if dir != "." {
-		return
-	}
 	st, err := os.Stat(w.cfg.directory)
 	if opened, rootErr := w.root.Stat("."); err == nil && rootErr == nil && os.SameFile(st, opened) {
 		return // still there
