@@ -30,8 +30,8 @@ func segments(t *testing.T, dir, session string) (names, lines []string) {
 				return names, lines
 			}
 			require.NoError(t, err)
-			zr, err := gzip.NewReader(bytes.NewReader(compressed))
-			require.NoError(t, err)
+			zr, gzErr := gzip.NewReader(bytes.NewReader(compressed))
+			require.NoError(t, gzErr)
 			raw, err = io.ReadAll(zr)
 		}
 		require.NoError(t, err)
