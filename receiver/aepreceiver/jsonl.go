@@ -3,6 +3,7 @@ package aepreceiver // import "github.com/otelcol-openhands/otelcol-openhands/re
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -60,7 +61,11 @@ type tailer struct {
 }
 
 type tailedFile struct {
+	// offset is in the log's lines, decompressed for a .gz.
 	offset int64
+	// readGzip is the compressed file read to its end, unchanged since
+	// when it is again: a .gz is written once, so it is not read again.
+	readGzip os.FileInfo
 	// versionReported: a line of an unsupported version was reported
 	// (AEP-0003 §3.1: skip it, report it once).
 	versionReported bool
@@ -131,9 +136,11 @@ func (t *tailer) round(ctx context.Context) {
 		t.r.rl.Error("jsonl:list", "cannot list the JSONL directory", zap.String("directory", t.cfg.Directory), zap.Error(err))
 		return
 	}
-	for name := range t.files {
-		if _, listed := slices.BinarySearch(names, name); !listed {
-			delete(t.files, name) // removed; its stored offset stays, in case it comes back
+	for log := range t.files {
+		_, plain := slices.BinarySearch(names, log)
+		_, gz := slices.BinarySearch(names, log+gzSuffix)
+		if !plain && !gz {
+			delete(t.files, log) // removed; its stored offset stays, in case it comes back
 		}
 	}
 	for _, name := range names {
@@ -176,13 +183,22 @@ func (t *tailer) list(root *os.Root) ([]string, error) {
 		}
 	}
 	slices.Sort(names)
-	return names, nil
+	// A log being compressed has both forms for a moment: read the plain.
+	return slices.DeleteFunc(names, func(name string) bool {
+		plain, gz := strings.CutSuffix(name, gzSuffix)
+		_, both := slices.BinarySearch(names, plain)
+		return gz && both
+	}), nil
 }
 
+// gzSuffix ends a log the aepfile exporter compressed once its session
+// ended: the same lines as the plain log it replaced.
+const gzSuffix = ".gz"
+
 // isSessionLog reports whether e, at name, is a session log to read: a
-// *.jsonl regular file. Anything else named *.jsonl is reported.
+// *.jsonl or *.jsonl.gz regular file. Anything else so named is reported.
 func (t *tailer) isSessionLog(name string, e fs.DirEntry) bool {
-	if !strings.HasSuffix(name, ".jsonl") {
+	if !strings.HasSuffix(strings.TrimSuffix(name, gzSuffix), ".jsonl") {
 		return false
 	}
 	if !e.Type().IsRegular() {
@@ -196,62 +212,104 @@ func (t *tailer) isSessionLog(name string, e fs.DirEntry) bool {
 // tail passes on the complete lines of one file past its offset, a batch
 // at a time, until it has read what the file held when opened (a log
 // written faster than it is read does not hold up the others) or the
-// pipeline refuses for now.
+// pipeline refuses for now. A log and its .gz are one log: the .gz goes
+// on at the plain log's offset.
 func (t *tailer) tail(ctx context.Context, root *os.Root, name string) {
-	f, ok := t.files[name]
+	log := strings.TrimSuffix(name, gzSuffix)
+	f, ok := t.files[log]
 	if !ok {
-		f = &tailedFile{offset: t.loadOffset(ctx, name)}
-		t.files[name] = f
+		f = &tailedFile{offset: t.loadOffset(ctx, log)}
+		t.files[log] = f
 	}
-	file, size, err := t.openAt(root, name, f)
+	file, lines, err := t.openAt(root, name, f)
 	if err != nil {
 		t.r.rl.Warn("jsonl:open:"+name, "cannot open a JSONL session log", zap.String("path", name), zap.Error(err))
 		return
 	}
+	if file == nil {
+		return // a .gz read already
+	}
 	defer file.Close()
-	lr := newLineReader(io.LimitReader(file, size-f.offset), t.r.maxBody)
+	lr := newLineReader(lines, t.r.maxBody)
 	for ctx.Err() == nil {
-		lines, read, err := lr.readBatch(maxLinesPerBatch, t.r.maxBody)
+		batch, read, err := lr.readBatch(maxLinesPerBatch, t.r.maxBody)
 		if err != nil {
 			t.r.rl.Warn("jsonl:read:"+name, "cannot read a JSONL session log", zap.String("path", name), zap.Error(err))
 			return
 		}
 		if read == 0 {
+			if strings.HasSuffix(name, gzSuffix) {
+				f.readGzip, _ = file.Stat()
+			}
 			return
 		}
-		if !t.pass(ctx, name, f, lines) {
+		if !t.pass(ctx, name, f, batch) {
 			return
 		}
 		f.offset += read
 		// Stored even while shutting down: the lines have left.
-		t.storeOffset(context.WithoutCancel(ctx), name, f.offset)
+		t.storeOffset(context.WithoutCancel(ctx), log, f.offset)
 	}
 }
 
 // openAt opens name, a regular file inside root (never a symlink, a FIFO
-// or a device put in its place since the listing), at f's offset, which it
-// resets when the file shrank below it, and returns the file's size.
-func (t *tailer) openAt(root *os.Root, name string, f *tailedFile) (*os.File, int64, error) {
+// or a device put in its place since the listing), and returns it and its
+// lines from f's offset: up to the size it has now, or decompressed for a
+// .gz. f's offset is reset when the file shrank below it. The file is nil
+// for a .gz read to its end already.
+func (t *tailer) openAt(root *os.Root, name string, f *tailedFile) (*os.File, io.Reader, error) {
 	file, err := regularfile.Open(root, name, os.O_RDONLY)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
-	info, err := file.Stat()
-	if err == nil && info.Size() < f.offset {
-		// Truncated or rewritten: an append-only log does neither, so
-		// what it holds now is new.
-		t.r.set.Logger.Warn("a JSONL session log shrank below its offset; reading it again from the start",
-			zap.String("path", name), zap.Int64("offset", f.offset), zap.Int64("size", info.Size()))
-		f.offset = 0
-	}
-	if err == nil {
-		_, err = file.Seek(f.offset, io.SeekStart)
-	}
-	if err != nil {
+	lines, err := t.seek(file, name, f)
+	if err != nil || lines == nil {
 		file.Close()
-		return nil, 0, err
+		return nil, nil, err
 	}
-	return file, info.Size(), nil
+	return file, lines, nil
+}
+
+// seek positions file's lines at f's offset; nil lines for a .gz read
+// already.
+func (t *tailer) seek(file *os.File, name string, f *tailedFile) (io.Reader, error) {
+	info, err := file.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !strings.HasSuffix(name, gzSuffix) {
+		if info.Size() < f.offset {
+			t.shrank(name, f, info.Size())
+		}
+		if _, err := file.Seek(f.offset, io.SeekStart); err != nil {
+			return nil, err
+		}
+		return io.LimitReader(file, info.Size()-f.offset), nil
+	}
+	if f.readGzip != nil && os.SameFile(f.readGzip, info) && f.readGzip.Size() == info.Size() && f.readGzip.ModTime().Equal(info.ModTime()) {
+		return nil, nil
+	}
+	zr, err := gzip.NewReader(file)
+	if err != nil {
+		return nil, err
+	}
+	skipped, err := io.CopyN(io.Discard, zr, f.offset)
+	if errors.Is(err, io.EOF) {
+		t.shrank(name, f, skipped)
+		if _, err := file.Seek(0, io.SeekStart); err != nil {
+			return nil, err
+		}
+		return zr, zr.Reset(file)
+	}
+	return zr, err
+}
+
+// shrank reads a log again from its start: truncated or rewritten, which
+// an append-only log never is, so what it holds now is new.
+func (t *tailer) shrank(name string, f *tailedFile, size int64) {
+	t.r.set.Logger.Warn("a JSONL session log shrank below its offset; reading it again from the start",
+		zap.String("path", name), zap.Int64("offset", f.offset), zap.Int64("size", size))
+	f.offset = 0
 }
 
 // pass checks lines and hands the admitted ones to the pipeline. It

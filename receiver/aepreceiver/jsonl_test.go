@@ -2,11 +2,13 @@ package aepreceiver
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -296,4 +298,54 @@ func TestJSONLRoundReadsAFileUpToItsSizeAtOpen(t *testing.T) {
 
 	r.tailer.round(context.Background())
 	assert.Equal(t, 2, sink.LogRecordCount(), "one line of each log; the growing one waits for the next round")
+}
+
+// A log the aepfile exporter compressed once its session ended
+// ({session}.jsonl.gz in place of {session}.jsonl) is the same log: read
+// from the plain log's offset, never again once read to its end, and read
+// whole by a receiver that never saw the plain log.
+func TestJSONLReadsCompressedLogs(t *testing.T) {
+	dir := t.TempDir()
+	path := sessionLog(t, dir)
+	third := event("e3", 3, "run.started", `{}`)
+	appendTo(t, path, ndjson(toolRequested, runStarted))
+	newTailer := func() (*aepReceiver, *consumertest.LogsSink) {
+		cfg := createDefaultConfig().(*Config)
+		tailing(dir, nil)(cfg)
+		sink := new(consumertest.LogsSink)
+		r, err := newReceiver(cfg, receivertest.NewNopSettings(componentType), sink)
+		require.NoError(t, err)
+		r.maxBody = 1 << 20 // what Start reads from confighttp; rounds run here without it
+		return r, sink
+	}
+	r, sink := newTailer()
+	r.tailer.round(context.Background())
+	require.Equal(t, 2, sink.LogRecordCount())
+
+	// Compressed with a line the plain log got after the last round.
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, err := zw.Write(ndjson(toolRequested, runStarted, third))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	require.NoError(t, os.WriteFile(path+".gz", gz.Bytes(), 0o600))
+	r.tailer.round(context.Background())
+	assert.Equal(t, 2, sink.LogRecordCount(), "while both are there, the plain log is read")
+	require.NoError(t, os.Remove(path))
+	r.tailer.round(context.Background())
+	r.tailer.round(context.Background())
+	assert.Equal(t, 3, sink.LogRecordCount(), "the .gz goes on at the plain log's offset, once")
+	// Read to its end, an unchanged .gz is not decompressed again (a
+	// gzip reader alone takes over 32 KB).
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 10 {
+		r.tailer.round(context.Background())
+	}
+	runtime.ReadMemStats(&after)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(10*32<<10), "bytes allocated by 10 rounds")
+
+	fresh, freshSink := newTailer()
+	fresh.tailer.round(context.Background())
+	assert.Equal(t, 3, freshSink.LogRecordCount(), "read whole by a receiver that never saw the plain log")
 }
