@@ -200,12 +200,8 @@ func TestJSONLForgetsRemovedFiles(t *testing.T) {
 	dir := t.TempDir()
 	path := sessionLog(t, dir)
 	appendTo(t, path, ndjson(toolRequested))
-	cfg := createDefaultConfig().(*Config)
-	tailing(dir, nil)(cfg)
 	sink := new(consumertest.LogsSink)
-	r, err := newReceiver(cfg, receivertest.NewNopSettings(componentType), sink)
-	require.NoError(t, err)
-	r.maxBody = 1 << 20 // what Start reads from confighttp; rounds run here without it
+	r := unstartedTailer(t, dir, sink)
 
 	r.tailer.round(context.Background())
 	assert.Len(t, r.tailer.files, 1)
@@ -279,8 +275,6 @@ func TestJSONLRoundReadsAFileUpToItsSizeAtOpen(t *testing.T) {
 	growing := filepath.Join(dir, "a-agent.jsonl")
 	appendTo(t, growing, ndjson(event("grow-0", 0, "run.started", `{}`)))
 	appendTo(t, sessionLog(t, dir), ndjson(toolRequested))
-	cfg := createDefaultConfig().(*Config)
-	tailing(dir, nil)(cfg)
 	sink := new(consumertest.LogsSink)
 	appended := 0
 	grow := consumer.ConsumeLogsFunc(func(ctx context.Context, ld plog.Logs) error {
@@ -292,9 +286,7 @@ func TestJSONLRoundReadsAFileUpToItsSizeAtOpen(t *testing.T) {
 	})
 	c, err := consumer.NewLogs(grow)
 	require.NoError(t, err)
-	r, err := newReceiver(cfg, receivertest.NewNopSettings(componentType), c)
-	require.NoError(t, err)
-	r.maxBody = 1 << 20 // what Start reads from confighttp; rounds run here without it
+	r := unstartedTailer(t, dir, c)
 
 	r.tailer.round(context.Background())
 	assert.Equal(t, 2, sink.LogRecordCount(), "one line of each log; the growing one waits for the next round")
@@ -309,16 +301,8 @@ func TestJSONLReadsCompressedLogs(t *testing.T) {
 	path := sessionLog(t, dir)
 	third := event("e3", 3, "run.started", `{}`)
 	appendTo(t, path, ndjson(toolRequested, runStarted))
-	newTailer := func() (*aepReceiver, *consumertest.LogsSink) {
-		cfg := createDefaultConfig().(*Config)
-		tailing(dir, nil)(cfg)
-		sink := new(consumertest.LogsSink)
-		r, err := newReceiver(cfg, receivertest.NewNopSettings(componentType), sink)
-		require.NoError(t, err)
-		r.maxBody = 1 << 20 // what Start reads from confighttp; rounds run here without it
-		return r, sink
-	}
-	r, sink := newTailer()
+	sink := new(consumertest.LogsSink)
+	r := unstartedTailer(t, dir, sink)
 	r.tailer.round(context.Background())
 	require.Equal(t, 2, sink.LogRecordCount())
 
@@ -345,7 +329,20 @@ func TestJSONLReadsCompressedLogs(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(10*32<<10), "bytes allocated by 10 rounds")
 
-	fresh, freshSink := newTailer()
+	freshSink := new(consumertest.LogsSink)
+	fresh := unstartedTailer(t, dir, freshSink)
 	fresh.tailer.round(context.Background())
 	assert.Equal(t, 3, freshSink.LogRecordCount(), "read whole by a receiver that never saw the plain log")
+}
+
+// unstartedTailer is a receiver tailing dir into next whose rounds the
+// test runs itself, one at a time.
+func unstartedTailer(t *testing.T, dir string, next consumer.Logs) *aepReceiver {
+	t.Helper()
+	cfg := createDefaultConfig().(*Config)
+	tailing(dir, nil)(cfg)
+	r, err := newReceiver(cfg, receivertest.NewNopSettings(componentType), next)
+	require.NoError(t, err)
+	r.maxBody = 1 << 20 // what Start reads from confighttp; rounds run here without it
+	return r
 }
