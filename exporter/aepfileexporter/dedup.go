@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strconv"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/recent"
@@ -22,14 +23,20 @@ import (
 // seq gaps (legal, AEP-0001 §7 rule 2), backfills and epochs cost a range
 // each; past limit ranges the lowest of the stream being written, else of
 // the least recently written one, are forgotten, and a redelivery of them
-// would be written again. An event without a seq (agent-scoped) is known by
-// (source, id) among the last limit such events. A limit of 0 remembers
-// nothing.
+// would be written again. The ids of the last limit positions written are
+// kept too: an event at one of them under another id is another event (an
+// emitter that reused a position, as aepinbound may after a refusal its
+// sender never retried), written, not dropped. An event without a seq
+// (agent-scoped) is known by (source, id) among the last limit such
+// events. A limit of 0 remembers nothing.
 type dedup struct {
-	limit  int
-	ids    recent.Window[struct{}]
-	seqs   map[streamKey]*seqRanges
-	ranges int // held in seqs, at most limit
+	limit int
+	ids   recent.Window[struct{}]
+	// positions maps the last positions written to their events' ids
+	// (more than one only where a position was reused).
+	positions recent.Window[*[]string]
+	seqs      map[streamKey]*seqRanges
+	ranges    int // held in seqs, at most limit
 	// clock orders stream use for eviction.
 	clock uint64
 }
@@ -50,8 +57,12 @@ type seqRanges struct {
 type seqRange struct{ lo, hi int64 }
 
 func newDedup(limit int) *dedup {
-	return &dedup{limit: limit, ids: recent.New[struct{}](limit), seqs: make(map[streamKey]*seqRanges)}
+	return &dedup{limit: limit, ids: recent.New[struct{}](limit), positions: recent.New[*[]string](limit), seqs: make(map[streamKey]*seqRanges)}
 }
+
+// forgetPositions drops what a closed log need not keep: the ranges tell
+// its redeliveries, and a reused position comes right after the first.
+func (d *dedup) forgetPositions() { d.positions = recent.New[*[]string](d.limit) }
 
 // eventKey is what dedup knows an event by.
 type eventKey struct {
@@ -70,6 +81,10 @@ func keyOfEvent(ev *aep.Event) eventKey {
 
 func (k eventKey) idKey() string { return k.source + "\x00" + k.id }
 
+func (k eventKey) positionKey() string {
+	return k.source + "\x00" + strconv.FormatInt(k.epoch, 10) + "\x00" + strconv.FormatInt(*k.seq, 10)
+}
+
 func (d *dedup) has(k eventKey) bool {
 	if d.limit <= 0 {
 		return false
@@ -78,7 +93,11 @@ func (d *dedup) has(k eventKey) bool {
 		return d.ids.Has(k.idKey())
 	}
 	s, ok := d.seqs[streamKey{k.source, k.epoch}]
-	return ok && s.has(*k.seq)
+	if !ok || !s.has(*k.seq) {
+		return false
+	}
+	ids := d.positions.Get(k.positionKey())
+	return ids == nil || slices.Contains(*ids, k.id)
 }
 
 func (d *dedup) add(k eventKey) {
@@ -88,6 +107,12 @@ func (d *dedup) add(k eventKey) {
 	if k.seq == nil {
 		d.ids.Put(k.idKey(), struct{}{})
 		return
+	}
+	pos := k.positionKey()
+	if !d.positions.Put(pos, &[]string{k.id}) {
+		if ids := d.positions.Get(pos); !slices.Contains(*ids, k.id) {
+			*ids = append(*ids, k.id)
+		}
 	}
 	sk := streamKey{k.source, k.epoch}
 	s, ok := d.seqs[sk]

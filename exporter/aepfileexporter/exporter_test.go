@@ -625,3 +625,26 @@ func TestRemovedDirectoryIsMadeAgain(t *testing.T) {
 	require.NoError(t, h.consume(t, newEvent("s2", 0)), "the retry")
 	assert.Len(t, readLog(t, sessionPath(dir, "s2")), 1)
 }
+
+// TestReusedPositionIsWritten: an event at a position just written under
+// another id (an emitter that reused the position) is another event and is
+// written; a redelivery of either is not.
+func TestReusedPositionIsWritten(t *testing.T) {
+	dir := t.TempDir()
+	h := startExporter(t, testConfig(dir))
+	first := newEvent("s1", 5)
+	reused := *first
+	reused.ID = "ev-reused"
+	require.NoError(t, h.consume(t, first, &reused))
+	require.NoError(t, h.consume(t, first, &reused))
+
+	// Not a valid stream (AEP-0001 §7 forbids the reuse), but nothing lost.
+	var ids []string
+	for _, line := range readLog(t, sessionPath(dir, "s1")) {
+		ev, err := aep.Parse([]byte(line))
+		require.NoError(t, err)
+		ids = append(ids, ev.ID)
+	}
+	assert.Equal(t, []string{first.ID, reused.ID}, ids)
+	assert.Equal(t, int64(2), h.counter(t, "otelcol_aepfile_events_duplicate"))
+}

@@ -529,6 +529,7 @@ func (w *logWriter) close(l *sessionLog) error {
 	if err != nil {
 		return fmt.Errorf("close %s: %w", w.abs(l.path()), err)
 	}
+	l.seen.forgetPositions()
 	w.rememberClosed(l.key, closedLog{seen: l.seen, segment: l.segment, size: l.size, ended: !l.endedAt.IsZero()})
 	return nil
 }
