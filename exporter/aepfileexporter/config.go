@@ -57,8 +57,9 @@ type Config struct {
 	// EndedGrace is how long a session's file stays open after its
 	// session.ended, for late redeliveries.
 	EndedGrace time.Duration `mapstructure:"ended_grace"`
-	// DedupWindow is how many (source, id) pairs are remembered per open
-	// file, and recovered from its tail when it is reopened.
+	// DedupWindow bounds, per open log, the seq ranges (a session written
+	// in order is one) and the (source, id) pairs of seq-less events
+	// remembered for deduplication; 0 turns it off.
 	DedupWindow int `mapstructure:"dedup_window"`
 	// MaxCapture, when set, down-levels every event above it before it is
 	// written (AEP-0001 §8.2).

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -437,4 +440,211 @@ func TestFsyncPolicies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWholeSessionRedeliveryIsWrittenOnce: an upstream that redelivers a
+// whole session (an input re-read from its start, a replayed queue), in
+// order or shuffled, into the open log, after the log was closed for the
+// open-file bound, or after a restart, writes nothing twice, however long
+// the session is against dedup_window; and what dedup holds for the
+// session stays one range.
+func TestWholeSessionRedeliveryIsWrittenOnce(t *testing.T) {
+	const sessionLen = 1500
+	events := sessionEvents("s1", 0, sessionLen)
+	shuffled := slices.Clone(events)
+	rand.New(rand.NewPCG(3, 4)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	tests := []struct {
+		name    string
+		between func(t *testing.T, h *harness) *harness
+	}{
+		{name: "into the open log", between: func(_ *testing.T, h *harness) *harness { return h }},
+		{name: "after the log was closed for the bound", between: func(t *testing.T, h *harness) *harness {
+			require.NoError(t, h.consume(t, newEvent("other", 0)))
+			return h
+		}},
+		{name: "after a restart", between: func(t *testing.T, h *harness) *harness {
+			h.shutdown(t)
+			return startExporter(t, h.cfg)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := testConfig(dir)
+			cfg.MaxOpenFiles = 1
+			cfg.DedupWindow = 64 // far shorter than the session
+			h := startExporter(t, cfg)
+			require.NoError(t, h.consume(t, events...))
+			h = tt.between(t, h)
+			require.NoError(t, h.consume(t, events...), "redelivered in order")
+			require.NoError(t, h.consume(t, shuffled...), "redelivered shuffled")
+
+			lines := readLog(t, sessionPath(dir, "s1"))
+			require.Equal(t, sessionLen, len(lines), "lines in the log")
+			assert.Equal(t, idsOf(events), idsOf(checkStream(t, lines)))
+			assert.Equal(t, int64(2*sessionLen), h.counter(t, "otelcol_aepfile_events_duplicate"))
+			h.file.writer.mu.Lock()
+			defer h.file.writer.mu.Unlock()
+			l, ok := h.file.writer.logs[fileKey{agent: "openhands", session: "s1"}]
+			require.True(t, ok)
+			assert.Equal(t, 1, l.seen.ranges, "the session's seqs, one range")
+		})
+	}
+}
+
+// TestNothingIsWrittenOutsideTheDirectory: a session log planted as a
+// symlink (to a file outside, to /dev/zero), a FIFO in its place and an
+// agent folder planted as a symlink are refused, retryably and for their
+// session alone: nothing outside the directory is written, created,
+// truncated or chmodded, and no open blocks.
+func TestNothingIsWrittenOutsideTheDirectory(t *testing.T) {
+	const partial = "a line with no end"
+	tests := []struct {
+		name  string
+		plant func(t *testing.T, dir, outside string)
+		// folder: the agent's folder is planted, so both sessions fail.
+		folder bool
+		// wantErr is what the error says.
+		wantErr string
+	}{
+		{name: "session log symlinked outside", plant: func(t *testing.T, dir, outside string) {
+			require.NoError(t, os.Mkdir(filepath.Join(dir, "openhands"), 0o700))
+			require.NoError(t, os.Symlink(filepath.Join(outside, "target"), sessionPath(dir, "s1")))
+		}, wantErr: "path escapes"},
+		{name: "session log symlinked to /dev/zero", plant: func(t *testing.T, dir, _ string) {
+			require.NoError(t, os.Mkdir(filepath.Join(dir, "openhands"), 0o700))
+			require.NoError(t, os.Symlink("/dev/zero", sessionPath(dir, "s1")))
+		}, wantErr: "path escapes"},
+		{name: "session log symlinked inside", plant: func(t *testing.T, dir, _ string) {
+			require.NoError(t, os.Mkdir(filepath.Join(dir, "openhands"), 0o700))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "openhands", "other.jsonl"), nil, 0o600))
+			require.NoError(t, os.Symlink("other.jsonl", sessionPath(dir, "s1")))
+		}, wantErr: "not a regular file (a symlink, not followed)"},
+		{name: "session log a FIFO", plant: func(t *testing.T, dir, _ string) {
+			require.NoError(t, os.Mkdir(filepath.Join(dir, "openhands"), 0o700))
+			require.NoError(t, syscall.Mkfifo(sessionPath(dir, "s1"), 0o600))
+		}, wantErr: "not a regular file (p"},
+		{name: "agent folder symlinked outside", plant: func(t *testing.T, dir, outside string) {
+			require.NoError(t, os.Symlink(outside, filepath.Join(dir, "openhands")))
+		}, folder: true, wantErr: "is not a directory (L"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir, outside := t.TempDir(), t.TempDir()
+			target := filepath.Join(outside, "target")
+			require.NoError(t, os.WriteFile(target, []byte(partial), 0o644))
+			tt.plant(t, dir, outside)
+			h := startExporter(t, testConfig(dir))
+
+			err := h.consume(t, newEvent("s1", 0), newEvent("s2", 0))
+			require.Error(t, err)
+			assert.False(t, consumererror.IsPermanent(err), "retried once the file is fixed")
+			assert.ErrorContains(t, err, tt.wantErr)
+			var retry consumererror.Logs
+			require.ErrorAs(t, err, &retry)
+			if tt.folder {
+				assert.Equal(t, 2, retry.Data().LogRecordCount(), "the agent's events")
+			} else {
+				assert.Equal(t, 1, retry.Data().LogRecordCount(), "s1's event alone")
+				assert.Len(t, readLog(t, sessionPath(dir, "s2")), 1, "s2 is written")
+			}
+
+			raw, err := os.ReadFile(target)
+			require.NoError(t, err)
+			assert.Equal(t, partial, string(raw), "the file outside is untouched")
+			st, err := os.Stat(target)
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o644), st.Mode().Perm())
+			entries, err := os.ReadDir(outside)
+			require.NoError(t, err)
+			assert.Len(t, entries, 1, "nothing created outside")
+		})
+	}
+}
+
+// TestWiderAgentFolderIsNarrowed: an agent folder the exporter finds with
+// a mode wider than dir_mode (others could plant a session log in it) is
+// narrowed to dir_mode, and said so; the directory itself is the
+// operator's and is left as it is, with a warning.
+func TestWiderAgentFolderIsNarrowed(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o777))
+	agentDir := filepath.Join(dir, "openhands")
+	require.NoError(t, os.Mkdir(agentDir, 0o700))
+	require.NoError(t, os.Chmod(agentDir, 0o777))
+	h := startExporter(t, testConfig(dir))
+	require.NoError(t, h.consume(t, newEvent("s1", 0)))
+
+	st, err := os.Stat(agentDir)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), st.Mode().Perm())
+	assert.Len(t, h.logs.FilterMessage("narrowed an existing agent folder of AEP session logs to dir_mode").All(), 1)
+	st, err = os.Stat(dir)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o777), st.Mode().Perm(), "the directory is left as it is")
+	assert.Len(t, h.logs.FilterMessage("the AEP session log directory is writable by other users; it is left as it is").All(), 1)
+}
+
+// TestReopenForTheBoundDoesNotReadTheLogAgain: a log closed for
+// max_open_files and written again gets its dedup state back from what the
+// close kept: reopening it costs a handful of allocations, not one or more
+// per line of the log.
+func TestReopenForTheBoundDoesNotReadTheLogAgain(t *testing.T) {
+	const sessionLen = 5000
+	cfg := testConfig(t.TempDir())
+	cfg.MaxOpenFiles = 1
+	h := startExporter(t, cfg)
+	for _, session := range []string{"s0", "s1"} {
+		require.NoError(t, h.consume(t, sessionEvents(session, 0, sessionLen)...))
+	}
+	pushes := make([]plog.Logs, 0, 20)
+	for i := range cap(pushes) {
+		pushes = append(pushes, aeptest.LogsOf(t, newEvent(fmt.Sprintf("s%d", i%2), int64(sessionLen+i/2))))
+	}
+	next := 0
+	allocs := testing.AllocsPerRun(len(pushes)-1, func() {
+		require.NoError(t, h.file.pushLogs(t.Context(), pushes[next]))
+		next++
+	})
+	assert.Less(t, allocs, float64(sessionLen/10), "allocations to close one log and reopen the other")
+	assert.Equal(t, int64(2*sessionLen+len(pushes)), h.counter(t, "otelcol_aepfile_events_written"))
+}
+
+// TestRemovedDirectoryIsMadeAgain: a directory removed behind the
+// exporter's back fails the next push retryably, and the retry makes it
+// again and writes.
+func TestRemovedDirectoryIsMadeAgain(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "logs")
+	h := startExporter(t, testConfig(dir))
+	require.NoError(t, h.consume(t, newEvent("s1", 0)))
+	require.NoError(t, os.RemoveAll(dir))
+
+	err := h.consume(t, newEvent("s2", 0))
+	require.Error(t, err)
+	assert.False(t, consumererror.IsPermanent(err))
+	require.NoError(t, h.consume(t, newEvent("s2", 0)), "the retry")
+	assert.Len(t, readLog(t, sessionPath(dir, "s2")), 1)
+}
+
+// TestReusedPositionIsWritten: an event at a position just written under
+// another id (an emitter that reused the position) is another event and is
+// written; a redelivery of either is not.
+func TestReusedPositionIsWritten(t *testing.T) {
+	dir := t.TempDir()
+	h := startExporter(t, testConfig(dir))
+	first := newEvent("s1", 5)
+	reused := *first
+	reused.ID = "ev-reused"
+	require.NoError(t, h.consume(t, first, &reused))
+	require.NoError(t, h.consume(t, first, &reused))
+
+	// Not a valid stream (AEP-0001 §7 forbids the reuse), but nothing lost.
+	var ids []string
+	for _, line := range readLog(t, sessionPath(dir, "s1")) {
+		ev, err := aep.Parse([]byte(line))
+		require.NoError(t, err)
+		ids = append(ids, ev.ID)
+	}
+	assert.Equal(t, []string{first.ID, reused.ID}, ids)
+	assert.Equal(t, int64(2), h.counter(t, "otelcol_aepfile_events_duplicate"))
 }

@@ -59,6 +59,7 @@ func testConfig(dir string) *Config {
 }
 
 type harness struct {
+	cfg  *Config
 	exp  exporter.Logs
 	file *fileExporter
 	tel  *componenttest.Telemetry
@@ -69,7 +70,7 @@ type harness struct {
 // startExporter starts an exporter of cfg, shut down when the test ends.
 func startExporter(t *testing.T, cfg *Config) *harness {
 	t.Helper()
-	h := &harness{tel: componenttest.NewTelemetry(), host: &testHost{}}
+	h := &harness{cfg: cfg, tel: componenttest.NewTelemetry(), host: &testHost{}}
 	t.Cleanup(func() { require.NoError(t, h.tel.Shutdown(context.Background())) })
 	set := exportertest.NewNopSettings(componentType)
 	set.TelemetrySettings = h.tel.NewTelemetrySettings()

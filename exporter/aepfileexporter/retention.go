@@ -9,25 +9,29 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/regularfile"
 )
 
-// compressSegments gzips every plain segment of a closed log, in place:
-// {stem}.{n}.jsonl becomes {stem}.{n}.jsonl.gz, and returns how many it
-// compressed. A log written again later continues in the segment after
-// the last one. It reads only the immutable cfg, so it runs without mu.
-func (w *logWriter) compressSegments(dir, stem string) (int, error) {
+// compressSegments gzips every plain segment of a closed log in root, in
+// place: {stem}.{n}.jsonl becomes {stem}.{n}.jsonl.gz, and returns how
+// many it compressed. A log written again later continues in the segment
+// after the last one. It reads only the immutable cfg and the root it is
+// given, so it runs without mu.
+func (w *logWriter) compressSegments(root *os.Root, dir, stem string) (int, error) {
 	compressed := 0
 	var errs []error
 	for n := 0; ; n++ {
 		path := filepath.Join(dir, segmentName(stem, n))
-		_, plainErr := os.Lstat(path)
-		_, gzErr := os.Lstat(path + ".gz")
+		_, plainErr := root.Lstat(path)
+		_, gzErr := root.Lstat(path + ".gz")
 		if plainErr != nil && gzErr != nil {
 			return compressed, errors.Join(errs...)
 		}
 		if plainErr == nil {
-			err := w.compress(path)
+			err := w.compress(root, path)
 			if err == nil {
 				compressed++
 			}
@@ -39,22 +43,31 @@ func (w *logWriter) compressSegments(dir, stem string) (int, error) {
 // compress writes path's gzip beside it under a temporary name, makes it
 // durable when syncing, renames it into place and removes path: a crash
 // leaves the plain file, or both, never a partial .gz under its name.
-func (w *logWriter) compress(path string) (err error) {
-	src, err := os.Open(path)
+func (w *logWriter) compress(root *os.Root, path string) (err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("compress %s: %w", w.abs(path), err)
+		}
+	}()
+	src, err := regularfile.Open(root, path, os.O_RDONLY)
 	if err != nil {
-		return fmt.Errorf("compress %s: %w", path, err)
+		return err
 	}
 	defer src.Close()
+	// Created afresh (O_EXCL): whatever a crash or someone else left
+	// under the name, a symlink included, is removed, never followed.
 	tmp := path + ".gz.tmp"
-	dst, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, w.cfg.fileMode)
+	if err := root.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	dst, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, w.cfg.fileMode)
 	if err != nil {
-		return fmt.Errorf("compress %s: %w", path, err)
+		return err
 	}
 	defer func() {
 		if err != nil {
 			_ = dst.Close()
-			_ = os.Remove(tmp)
-			err = fmt.Errorf("compress %s: %w", path, err)
+			_ = root.Remove(tmp)
 		}
 	}()
 	if err := dst.Chmod(w.cfg.fileMode); err != nil {
@@ -75,14 +88,14 @@ func (w *logWriter) compress(path string) (err error) {
 	if err := dst.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path+".gz"); err != nil {
+	if err := root.Rename(tmp, path+".gz"); err != nil {
 		return err
 	}
-	if err := os.Remove(path); err != nil {
+	if err := root.Remove(path); err != nil {
 		return err
 	}
 	if w.cfg.sync {
-		return syncDir(filepath.Dir(path))
+		return syncDir(root.OpenFile(filepath.Dir(path), os.O_RDONLY|syscall.O_DIRECTORY, 0))
 	}
 	return nil
 }
@@ -102,23 +115,23 @@ func (w *logWriter) removeUntouched(now time.Time, maxAge time.Duration) (int, e
 	for stem := range w.compressing {
 		open[stem] = struct{}{}
 	}
-	dirs := []string{w.cfg.directory}
-	entries, err := os.ReadDir(w.cfg.directory)
+	if w.root == nil {
+		return 0, nil // not made yet
+	}
+	dirs := []string{"."}
+	entries, err := regularfile.ReadDir(w.root, ".")
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return 0, nil
-		}
 		return 0, fmt.Errorf("read %s: %w", w.cfg.directory, err)
 	}
 	for _, e := range entries {
-		if e.IsDir() {
-			dirs = append(dirs, filepath.Join(w.cfg.directory, e.Name()))
+		if e.IsDir() { // a symlink is not
+			dirs = append(dirs, e.Name())
 		}
 	}
 	removed := 0
 	var errs []error
 	for _, dir := range dirs {
-		n, err := removeUntouchedIn(dir, open, now.Add(-maxAge))
+		n, err := w.removeUntouchedIn(dir, open, now.Add(-maxAge))
 		removed += n
 		errs = append(errs, err)
 	}
@@ -127,10 +140,10 @@ func (w *logWriter) removeUntouched(now time.Time, maxAge time.Duration) (int, e
 
 // removeUntouchedIn removes, in dir, the logs not in open whose files were
 // all last modified before cutoff.
-func removeUntouchedIn(dir string, open map[string]struct{}, cutoff time.Time) (int, error) {
-	entries, err := os.ReadDir(dir)
+func (w *logWriter) removeUntouchedIn(dir string, open map[string]struct{}, cutoff time.Time) (int, error) {
+	entries, err := regularfile.ReadDir(w.root, dir)
 	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", dir, err)
+		return 0, fmt.Errorf("read %s: %w", w.abs(dir), err)
 	}
 	type group struct {
 		paths   []string
@@ -161,7 +174,7 @@ func removeUntouchedIn(dir string, open map[string]struct{}, cutoff time.Time) (
 			continue
 		}
 		for _, path := range g.paths {
-			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := w.root.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, err)
 				continue
 			}

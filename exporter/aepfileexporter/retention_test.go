@@ -1,6 +1,9 @@
 package aepfileexporter
 
 import (
+	"bytes"
+	"compress/gzip"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,11 +24,15 @@ func segments(t *testing.T, dir, session string) (names, lines []string) {
 		path := filepath.Join(dir, "openhands", segmentName(stem, n))
 		raw, err := os.ReadFile(path)
 		if os.IsNotExist(err) {
-			raw, err = readGzip(path + ".gz")
 			path += ".gz"
-		}
-		if os.IsNotExist(err) {
-			return names, lines
+			var compressed []byte
+			if compressed, err = os.ReadFile(path); os.IsNotExist(err) {
+				return names, lines
+			}
+			require.NoError(t, err)
+			zr, gzErr := gzip.NewReader(bytes.NewReader(compressed))
+			require.NoError(t, gzErr)
+			raw, err = io.ReadAll(zr)
 		}
 		require.NoError(t, err)
 		names = append(names, filepath.Base(path))
@@ -202,7 +209,7 @@ func TestCompressionHoldsOnlyItsSession(t *testing.T) {
 	dir := t.TempDir()
 	h := startExporter(t, testConfig(dir))
 	w := h.file.writer
-	stem := filepath.Join(dir, "openhands", "s1")
+	stem := filepath.Join("openhands", "s1") // relative to the directory
 	w.mu.Lock()
 	w.compressing[stem] = struct{}{}
 	w.mu.Unlock()

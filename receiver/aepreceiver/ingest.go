@@ -76,9 +76,9 @@ func (r *aepReceiver) ingest(w http.ResponseWriter, req *http.Request) {
 			"Content-Type must be application/json (one event) or application/x-ndjson (a batch)")
 		return
 	}
-	body, status := r.readBody(req)
-	if status != 0 {
-		r.refuseBody(ctx, w, status)
+	body, refusal := r.readBody(req, batch)
+	if refusal != "" {
+		r.refuseBody(ctx, w, refusal)
 		return
 	}
 	lines := [][]byte{body}
@@ -86,9 +86,7 @@ func (r *aepReceiver) ingest(w http.ResponseWriter, req *http.Request) {
 		lines = splitLines(body)
 	}
 	if len(lines) > r.cfg.MaxBatchEvents {
-		r.tel.requestRefusedFor(ctx, requestTooManyEvents)
-		writeError(w, http.StatusRequestEntityTooLarge, "too-many-events",
-			fmt.Sprintf("the batch holds %d events, above max_batch_events (%d); nothing was taken", len(lines), r.cfg.MaxBatchEvents))
+		r.refuseBody(ctx, w, requestTooManyEvents)
 		return
 	}
 	if len(lines) == 0 {
@@ -149,31 +147,61 @@ func isBatch(contentType string) (batch, ok bool) {
 	return false, false
 }
 
+// readChunk is how much of a body is read at a time.
+const readChunk = 32 << 10
+
 // readBody reads the body under max_request_body_size, answering a
-// declared oversize body before reading it. status is 0 on success.
-func (r *aepReceiver) readBody(req *http.Request) ([]byte, int) {
+// declared oversize body before reading it. A batch's newlines are counted
+// as the body arrives and the body is refused as soon as they pass
+// max_batch_events, so memory stays bounded by the body limit whatever the
+// body holds. refusal is "" on success, else a requests_refused reason.
+func (r *aepReceiver) readBody(req *http.Request, batch bool) (body []byte, refusal string) {
 	if req.ContentLength > r.maxBody {
-		return nil, http.StatusRequestEntityTooLarge
+		return nil, requestTooLarge
 	}
-	body, err := io.ReadAll(req.Body)
-	if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
-		return nil, http.StatusRequestEntityTooLarge
+	// One byte past the limit tells an oversize body, whoever bounds the
+	// reader; a declared length is read without growing the buffer.
+	limit := r.maxBody + 1
+	body = make([]byte, 0, min(max(req.ContentLength+1, readChunk), limit))
+	newlines := 0
+	for {
+		if len(body) == cap(body) {
+			body = append(make([]byte, 0, min(2*int64(cap(body)), limit)), body...)
+		}
+		n, err := req.Body.Read(body[len(body):cap(body)])
+		if batch {
+			newlines += bytes.Count(body[len(body):len(body)+n], []byte("\n"))
+		}
+		body = body[:len(body)+n]
+		// k newlines make at least k lines (the last one's newline is
+		// optional), so the batch is already too long.
+		if newlines > r.cfg.MaxBatchEvents {
+			return nil, requestTooManyEvents
+		}
+		switch _, tooLarge := errors.AsType[*http.MaxBytesError](err); {
+		case tooLarge, int64(len(body)) > r.maxBody:
+			return nil, requestTooLarge
+		case errors.Is(err, io.EOF):
+			return body, ""
+		case err != nil:
+			return nil, requestUnreadable
+		}
 	}
-	if err != nil {
-		return nil, http.StatusBadRequest
-	}
-	return body, 0
 }
 
-func (r *aepReceiver) refuseBody(ctx context.Context, w http.ResponseWriter, status int) {
-	if status == http.StatusRequestEntityTooLarge {
-		r.tel.requestRefusedFor(ctx, requestTooLarge)
-		writeError(w, status, "payload-too-large",
+// refuseBody answers a request refused before its events were read.
+func (r *aepReceiver) refuseBody(ctx context.Context, w http.ResponseWriter, reason string) {
+	r.tel.requestRefusedFor(ctx, reason)
+	switch reason {
+	case requestTooLarge:
+		writeError(w, http.StatusRequestEntityTooLarge, "payload-too-large",
 			fmt.Sprintf("the body is larger than max_request_body_size (%d bytes); nothing was taken", r.maxBody))
-		return
+	case requestTooManyEvents:
+		writeError(w, http.StatusRequestEntityTooLarge, "too-many-events",
+			fmt.Sprintf("the batch holds more than max_batch_events (%d) events; nothing was taken", r.cfg.MaxBatchEvents))
+	default:
+		writeError(w, http.StatusBadRequest, "unreadable-body", "the request body could not be read")
 	}
-	r.tel.requestRefusedFor(ctx, requestUnreadable)
-	writeError(w, status, "unreadable-body", "the request body could not be read")
 }
 
 // splitLines cuts an NDJSON body into its lines; the newline after the

@@ -3,6 +3,7 @@ package aepreceiver
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/otelcol-openhands/otelcol-openhands/exporter/aepfileexporter"
 	"github.com/otelcol-openhands/otelcol-openhands/exporter/aeprelayexporter"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
@@ -74,4 +76,46 @@ func recordsOf(t *testing.T, lines [][]byte) plog.Logs {
 		b.add(ev.Agent, lr, false)
 	}
 	return b.logs
+}
+
+// What the aepfile exporter writes, this receiver reads: the golden
+// stream's session events ({agent}/{session}.jsonl) and its agent-scoped
+// ones ({agent}.jsonl, once dropped) all arrive.
+func TestJSONLReadsWhatAepfileWrites(t *testing.T) {
+	dir := t.TempDir()
+	var sent [][]byte
+	var want []string
+	agentScoped := 0
+	for _, g := range aeptest.Golden(t) {
+		if isCommand(g.Event.Type) {
+			continue
+		}
+		sent = append(sent, g.Raw)
+		want = append(want, g.Event.ID)
+		if g.Event.Session == "" {
+			agentScoped++
+		}
+	}
+	require.Positive(t, agentScoped, "the golden stream holds agent-scoped events")
+
+	f := aepfileexporter.NewFactory()
+	cfg := f.CreateDefaultConfig().(*aepfileexporter.Config)
+	cfg.Directory = dir
+	cfg.QueueConfig = configoptional.None[exporterhelper.QueueBatchConfig]()
+	exp, err := f.CreateLogs(context.Background(), exportertest.NewNopSettings(f.Type()), cfg)
+	require.NoError(t, err)
+	require.NoError(t, exp.Start(context.Background(), hosttest.Extensions{}))
+	require.NoError(t, exp.ConsumeLogs(context.Background(), recordsOf(t, sent)))
+	require.NoError(t, exp.Shutdown(context.Background()))
+
+	h := newHarness(t, nil, nil, tailing(dir, nil), func(c *Config) { c.Capture.Level = aep.CaptureFull })
+	var got []string
+	require.Eventually(t, func() bool {
+		got = got[:0]
+		for _, r := range h.records() {
+			got = append(got, r.event(t).ID)
+		}
+		return len(got) >= len(want)
+	}, waitFor, 10*time.Millisecond, "awaiting %d events", len(want))
+	assert.ElementsMatch(t, want, got)
 }

@@ -3,14 +3,17 @@ package aepreceiver // import "github.com/otelcol-openhands/otelcol-openhands/re
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -20,6 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/regularfile"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/storageclient"
 )
 
@@ -57,7 +61,11 @@ type tailer struct {
 }
 
 type tailedFile struct {
+	// offset is in the log's lines, decompressed for a .gz.
 	offset int64
+	// readGzip is the compressed file read to its end, unchanged since
+	// when it is again: a .gz is written once, so it is not read again.
+	readGzip os.FileInfo
 	// versionReported: a line of an unsupported version was reported
 	// (AEP-0003 §3.1: skip it, report it once).
 	versionReported bool
@@ -114,81 +122,194 @@ func (t *tailer) run(ctx context.Context) {
 
 // round reads every session log once, in path order.
 func (t *tailer) round(ctx context.Context) {
-	paths, err := filepath.Glob(filepath.Join(t.cfg.Directory, "*", "*.jsonl"))
+	root, err := os.OpenRoot(t.cfg.Directory)
+	if errors.Is(err, fs.ErrNotExist) {
+		return // not made yet
+	}
 	if err != nil {
-		t.r.rl.Error("jsonl:glob", "cannot list the JSONL directory", zap.Error(err))
+		t.r.rl.Error("jsonl:list", "cannot open the JSONL directory", zap.String("directory", t.cfg.Directory), zap.Error(err))
 		return
 	}
-	slices.Sort(paths)
-	for path := range t.files {
-		if _, listed := slices.BinarySearch(paths, path); !listed {
-			delete(t.files, path) // removed; its stored offset stays, in case it comes back
+	defer root.Close()
+	names, err := t.list(root)
+	if err != nil {
+		t.r.rl.Error("jsonl:list", "cannot list the JSONL directory", zap.String("directory", t.cfg.Directory), zap.Error(err))
+		return
+	}
+	for log := range t.files {
+		_, plain := slices.BinarySearch(names, log)
+		_, gz := slices.BinarySearch(names, log+gzSuffix)
+		if !plain && !gz {
+			delete(t.files, log) // removed; its stored offset stays, in case it comes back
 		}
 	}
-	for _, path := range paths {
+	for _, name := range names {
 		if ctx.Err() != nil {
 			return
 		}
-		t.tail(ctx, path)
+		t.tail(ctx, root, name)
 	}
 }
 
-// tail passes on the complete lines of one file past its offset, a batch
-// at a time, until the file is read or the pipeline refuses for now.
-func (t *tailer) tail(ctx context.Context, path string) {
-	f, ok := t.files[path]
-	if !ok {
-		f = &tailedFile{offset: t.loadOffset(ctx, path)}
-		t.files[path] = f
-	}
-	file, err := t.openAt(path, f)
+// list names, sorted and relative to the directory, the session logs to
+// read: {agent}/{session}.jsonl, and {agent}.jsonl, where the aepfile
+// exporter writes an agent's events that have no session. Only regular
+// files and real folders are listed: a symlink, a FIFO or a device is
+// skipped (logged), so that nothing outside the directory is read and no
+// open or read can block the round.
+func (t *tailer) list(root *os.Root) ([]string, error) {
+	top, err := regularfile.ReadDir(root, ".")
 	if err != nil {
-		t.r.rl.Warn("jsonl:open:"+path, "cannot open a JSONL session log", zap.String("path", path), zap.Error(err))
+		return nil, err
+	}
+	var names []string
+	for _, e := range top {
+		if e.IsDir() {
+			inner, err := regularfile.ReadDir(root, e.Name())
+			if err != nil {
+				t.r.rl.Warn("jsonl:list:"+e.Name(), "cannot list an agent's folder of JSONL session logs",
+					zap.String("directory", t.cfg.Directory), zap.String("folder", e.Name()), zap.Error(err))
+				continue
+			}
+			for _, f := range inner {
+				if name := path.Join(e.Name(), f.Name()); t.isSessionLog(name, f) {
+					names = append(names, name)
+				}
+			}
+			continue
+		}
+		if t.isSessionLog(e.Name(), e) {
+			names = append(names, e.Name())
+		}
+	}
+	slices.Sort(names)
+	// A log being compressed has both forms for a moment: read the plain.
+	return slices.DeleteFunc(names, func(name string) bool {
+		plain, gz := strings.CutSuffix(name, gzSuffix)
+		_, both := slices.BinarySearch(names, plain)
+		return gz && both
+	}), nil
+}
+
+// gzSuffix ends a log the aepfile exporter compressed once its session
+// ended: the same lines as the plain log it replaced.
+const gzSuffix = ".gz"
+
+// isSessionLog reports whether e, at name, is a session log to read: a
+// *.jsonl or *.jsonl.gz regular file. Anything else so named is reported.
+func (t *tailer) isSessionLog(name string, e fs.DirEntry) bool {
+	if !strings.HasSuffix(strings.TrimSuffix(name, gzSuffix), ".jsonl") {
+		return false
+	}
+	if !e.Type().IsRegular() {
+		t.r.rl.Warn("jsonl:not_regular", "skipping a JSONL session log that is not a regular file (a symlink, a FIFO, a device)",
+			zap.String("directory", t.cfg.Directory), zap.String("path", name), zap.Stringer("type", e.Type()))
+		return false
+	}
+	return true
+}
+
+// tail passes on the complete lines of one file past its offset, a batch
+// at a time, until it has read what the file held when opened (a log
+// written faster than it is read does not hold up the others) or the
+// pipeline refuses for now. A log and its .gz are one log: the .gz goes
+// on at the plain log's offset.
+func (t *tailer) tail(ctx context.Context, root *os.Root, name string) {
+	log := strings.TrimSuffix(name, gzSuffix)
+	f, ok := t.files[log]
+	if !ok {
+		f = &tailedFile{offset: t.loadOffset(ctx, log)}
+		t.files[log] = f
+	}
+	file, lines, err := t.openAt(root, name, f)
+	if err != nil {
+		t.r.rl.Warn("jsonl:open:"+name, "cannot open a JSONL session log", zap.String("path", name), zap.Error(err))
 		return
 	}
+	if file == nil {
+		return // a .gz read already
+	}
 	defer file.Close()
-	br := bufio.NewReaderSize(file, 64<<10)
+	lr := newLineReader(lines, t.r.maxBody)
 	for ctx.Err() == nil {
-		lines, read, err := readLines(br, maxLinesPerBatch, t.r.maxBody)
+		batch, read, err := lr.readBatch(maxLinesPerBatch, t.r.maxBody)
 		if err != nil {
-			t.r.rl.Warn("jsonl:read:"+path, "cannot read a JSONL session log", zap.String("path", path), zap.Error(err))
+			t.r.rl.Warn("jsonl:read:"+name, "cannot read a JSONL session log", zap.String("path", name), zap.Error(err))
 			return
 		}
 		if read == 0 {
+			if strings.HasSuffix(name, gzSuffix) {
+				f.readGzip, _ = file.Stat()
+			}
 			return
 		}
-		if !t.pass(ctx, path, f, lines) {
+		if !t.pass(ctx, name, f, batch) {
 			return
 		}
 		f.offset += read
 		// Stored even while shutting down: the lines have left.
-		t.storeOffset(context.WithoutCancel(ctx), path, f.offset)
+		t.storeOffset(context.WithoutCancel(ctx), log, f.offset)
 	}
 }
 
-// openAt opens path at f's offset, which it resets when the file shrank
-// below it.
-func (t *tailer) openAt(path string, f *tailedFile) (*os.File, error) {
-	file, err := os.Open(path)
+// openAt opens name, a regular file inside root (never a symlink, a FIFO
+// or a device put in its place since the listing), and returns it and its
+// lines from f's offset: up to the size it has now, or decompressed for a
+// .gz. f's offset is reset when the file shrank below it. The file is nil
+// for a .gz read to its end already.
+func (t *tailer) openAt(root *os.Root, name string, f *tailedFile) (*os.File, io.Reader, error) {
+	file, err := regularfile.Open(root, name, os.O_RDONLY)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	info, err := file.Stat()
-	if err == nil && info.Size() < f.offset {
-		// Truncated or rewritten: an append-only log does neither, so
-		// what it holds now is new.
-		t.r.set.Logger.Warn("a JSONL session log shrank below its offset; reading it again from the start",
-			zap.String("path", path), zap.Int64("offset", f.offset), zap.Int64("size", info.Size()))
-		f.offset = 0
-	}
-	if err == nil {
-		_, err = file.Seek(f.offset, io.SeekStart)
-	}
-	if err != nil {
+	lines, err := t.seek(file, name, f)
+	if err != nil || lines == nil {
 		file.Close()
+		return nil, nil, err
+	}
+	return file, lines, nil
+}
+
+// seek positions file's lines at f's offset; nil lines for a .gz read
+// already.
+func (t *tailer) seek(file *os.File, name string, f *tailedFile) (io.Reader, error) {
+	info, err := file.Stat()
+	if err != nil {
 		return nil, err
 	}
-	return file, nil
+	if !strings.HasSuffix(name, gzSuffix) {
+		if info.Size() < f.offset {
+			t.shrank(name, f, info.Size())
+		}
+		if _, err := file.Seek(f.offset, io.SeekStart); err != nil {
+			return nil, err
+		}
+		return io.LimitReader(file, info.Size()-f.offset), nil
+	}
+	if f.readGzip != nil && os.SameFile(f.readGzip, info) && f.readGzip.Size() == info.Size() && f.readGzip.ModTime().Equal(info.ModTime()) {
+		return nil, nil
+	}
+	zr, err := gzip.NewReader(file)
+	if err != nil {
+		return nil, err
+	}
+	skipped, err := io.CopyN(io.Discard, zr, f.offset)
+	if errors.Is(err, io.EOF) {
+		t.shrank(name, f, skipped)
+		if _, err := file.Seek(0, io.SeekStart); err != nil {
+			return nil, err
+		}
+		return zr, zr.Reset(file)
+	}
+	return zr, err
+}
+
+// shrank reads a log again from its start: truncated or rewritten, which
+// an append-only log never is, so what it holds now is new.
+func (t *tailer) shrank(name string, f *tailedFile, size int64) {
+	t.r.set.Logger.Warn("a JSONL session log shrank below its offset; reading it again from the start",
+		zap.String("path", name), zap.Int64("offset", f.offset), zap.Int64("size", size))
+	f.offset = 0
 }
 
 // pass checks lines and hands the admitted ones to the pipeline. It
@@ -281,23 +402,52 @@ type jsonlLine struct {
 	tooLong bool
 }
 
-// readLines reads up to max complete lines and the bytes they took; an
+// lineReader reads complete lines; a line read past a batch's byte budget
+// is held for the next batch.
+type lineReader struct {
+	br      *bufio.Reader
+	maxLine int64
+	held    *jsonlLine
+	heldN   int64
+}
+
+func newLineReader(r io.Reader, maxLine int64) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, 64<<10), maxLine: maxLine}
+}
+
+// readBatch reads up to max complete lines of at most maxBytes together
+// (a longer line makes a batch of its own), and the bytes they took; an
 // unterminated last line is left unread.
-func readLines(br *bufio.Reader, max int, maxLine int64) ([]jsonlLine, int64, error) {
+func (lr *lineReader) readBatch(max int, maxBytes int64) ([]jsonlLine, int64, error) {
 	var lines []jsonlLine
-	var read int64
+	var read, held int64
 	for len(lines) < max {
-		line, n, err := readLine(br, maxLine)
+		line, n, err := lr.next()
 		if errors.Is(err, io.EOF) {
-			return lines, read, nil
+			break
 		}
 		if err != nil {
 			return nil, 0, err
 		}
+		if len(lines) > 0 && held+int64(len(line.raw)) > maxBytes {
+			lr.held, lr.heldN = &line, n
+			break
+		}
 		lines = append(lines, line)
 		read += n
+		held += int64(len(line.raw))
 	}
 	return lines, read, nil
+}
+
+// next is the held line, else the next one read.
+func (lr *lineReader) next() (jsonlLine, int64, error) {
+	if lr.held != nil {
+		line, n := *lr.held, lr.heldN
+		lr.held = nil
+		return line, n, nil
+	}
+	return readLine(lr.br, lr.maxLine)
 }
 
 // readLine reads one newline-terminated line and the bytes it took;
@@ -325,13 +475,8 @@ func readLine(br *bufio.Reader, maxLine int64) (jsonlLine, int64, error) {
 	}
 }
 
-func (t *tailer) offsetKey(path string) string {
-	rel, err := filepath.Rel(t.cfg.Directory, path)
-	if err != nil {
-		rel = path
-	}
-	return "jsonl/" + filepath.ToSlash(rel)
-}
+// offsetKey is the storage key of name, a path relative to the directory.
+func (t *tailer) offsetKey(name string) string { return "jsonl/" + name }
 
 // loadOffset is the stored offset of path, 0 when none is stored.
 func (t *tailer) loadOffset(ctx context.Context, path string) int64 {

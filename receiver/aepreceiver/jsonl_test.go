@@ -2,10 +2,15 @@ package aepreceiver
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.opentelemetry.io/otel/attribute"
 
@@ -194,12 +200,8 @@ func TestJSONLForgetsRemovedFiles(t *testing.T) {
 	dir := t.TempDir()
 	path := sessionLog(t, dir)
 	appendTo(t, path, ndjson(toolRequested))
-	cfg := createDefaultConfig().(*Config)
-	tailing(dir, nil)(cfg)
 	sink := new(consumertest.LogsSink)
-	r, err := newReceiver(cfg, receivertest.NewNopSettings(componentType), sink)
-	require.NoError(t, err)
-	r.maxBody = 1 << 20 // what Start reads from confighttp; rounds run here without it
+	r := unstartedTailer(t, dir, sink)
 
 	r.tailer.round(context.Background())
 	assert.Len(t, r.tailer.files, 1)
@@ -207,4 +209,140 @@ func TestJSONLForgetsRemovedFiles(t *testing.T) {
 	require.NoError(t, os.Remove(path))
 	r.tailer.round(context.Background())
 	assert.Empty(t, r.tailer.files)
+}
+
+// Only regular files inside the directory are tailed. A FIFO, a symlink
+// to /dev/zero, a symlink to a log outside the directory and a symlinked
+// agent folder are skipped and reported; the real logs beside them keep
+// being tailed, round after round, and shutdown completes.
+func TestJSONLTailsRegularFilesInsideTheDirectoryOnly(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	path := sessionLog(t, dir)
+	appendTo(t, path, ndjson(toolRequested))
+	agentDir := filepath.Join(dir, "claude-code")
+	require.NoError(t, syscall.Mkfifo(filepath.Join(agentDir, "a-fifo.jsonl"), 0o600))
+	require.NoError(t, os.Symlink("/dev/zero", filepath.Join(agentDir, "b-zero.jsonl")))
+	stray := filepath.Join(outside, "stray.jsonl")
+	appendTo(t, stray, ndjson(event("outside", 9, "run.started", `{}`)))
+	require.NoError(t, os.Symlink(stray, filepath.Join(agentDir, "c-outside.jsonl")))
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "a-linked-agent")))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "agent-fifo.jsonl"), 0o600))
+
+	h := newHarness(t, nil, nil, tailing(dir, nil))
+	h.awaitIDs("e1")
+	appendTo(t, path, ndjson(runStarted))
+	h.awaitIDs("e1", "e2")
+
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		h.stopReceiver()
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(waitFor):
+		t.Fatal("shutdown did not complete")
+	}
+	assert.Positive(t, h.logs.FilterMessageSnippet("not a regular file").Len())
+}
+
+// A batch is bounded in bytes as well as in lines: lines of a third of
+// max_request_body_size go to the pipeline at most three to a call, so a
+// round never holds more than about the body limit.
+func TestJSONLBatchIsBoundedInBytes(t *testing.T) {
+	const maxBody = 64 << 10
+	dir := t.TempDir()
+	path := sessionLog(t, dir)
+	pad := strings.Repeat("a", maxBody/3-300)
+	var ids []string
+	for i := range 10 {
+		id := fmt.Sprintf("big%d", i)
+		ids = append(ids, id)
+		appendTo(t, path, ndjson(event(id, i, "x.test.tool.blob", fmt.Sprintf(`{"pad":%q}`, pad))))
+	}
+	h := newHarness(t, nil, nil, tailing(dir, nil), func(c *Config) { c.MaxRequestBodySize = maxBody })
+	h.awaitIDs(ids...)
+	for _, ld := range h.sink.AllLogs() {
+		assert.LessOrEqual(t, ld.LogRecordCount(), 3, "records handed to the pipeline at once")
+	}
+}
+
+// A round reads a file up to the size it had when the round opened it: a
+// log that grows as fast as it is read (here, the pipeline appends a line
+// each time it takes one) does not hold up the logs after it.
+func TestJSONLRoundReadsAFileUpToItsSizeAtOpen(t *testing.T) {
+	dir := t.TempDir()
+	growing := filepath.Join(dir, "a-agent.jsonl")
+	appendTo(t, growing, ndjson(event("grow-0", 0, "run.started", `{}`)))
+	appendTo(t, sessionLog(t, dir), ndjson(toolRequested))
+	sink := new(consumertest.LogsSink)
+	appended := 0
+	grow := consumer.ConsumeLogsFunc(func(ctx context.Context, ld plog.Logs) error {
+		if appended < maxLinesPerBatch*3 {
+			appended++
+			appendTo(t, growing, ndjson(event(fmt.Sprintf("grow-%d", appended), appended, "run.started", `{}`)))
+		}
+		return sink.ConsumeLogs(ctx, ld)
+	})
+	c, err := consumer.NewLogs(grow)
+	require.NoError(t, err)
+	r := unstartedTailer(t, dir, c)
+
+	r.tailer.round(context.Background())
+	assert.Equal(t, 2, sink.LogRecordCount(), "one line of each log; the growing one waits for the next round")
+}
+
+// A log the aepfile exporter compressed once its session ended
+// ({session}.jsonl.gz in place of {session}.jsonl) is the same log: read
+// from the plain log's offset, never again once read to its end, and read
+// whole by a receiver that never saw the plain log.
+func TestJSONLReadsCompressedLogs(t *testing.T) {
+	dir := t.TempDir()
+	path := sessionLog(t, dir)
+	third := event("e3", 3, "run.started", `{}`)
+	appendTo(t, path, ndjson(toolRequested, runStarted))
+	sink := new(consumertest.LogsSink)
+	r := unstartedTailer(t, dir, sink)
+	r.tailer.round(context.Background())
+	require.Equal(t, 2, sink.LogRecordCount())
+
+	// Compressed with a line the plain log got after the last round.
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, err := zw.Write(ndjson(toolRequested, runStarted, third))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	require.NoError(t, os.WriteFile(path+".gz", gz.Bytes(), 0o600))
+	r.tailer.round(context.Background())
+	assert.Equal(t, 2, sink.LogRecordCount(), "while both are there, the plain log is read")
+	require.NoError(t, os.Remove(path))
+	r.tailer.round(context.Background())
+	r.tailer.round(context.Background())
+	assert.Equal(t, 3, sink.LogRecordCount(), "the .gz goes on at the plain log's offset, once")
+	// Read to its end, an unchanged .gz is not decompressed again (a
+	// gzip reader alone takes over 32 KB).
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 10 {
+		r.tailer.round(context.Background())
+	}
+	runtime.ReadMemStats(&after)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(10*32<<10), "bytes allocated by 10 rounds")
+
+	freshSink := new(consumertest.LogsSink)
+	fresh := unstartedTailer(t, dir, freshSink)
+	fresh.tailer.round(context.Background())
+	assert.Equal(t, 3, freshSink.LogRecordCount(), "read whole by a receiver that never saw the plain log")
+}
+
+// unstartedTailer is a receiver tailing dir into next whose rounds the
+// test runs itself, one at a time.
+func unstartedTailer(t *testing.T, dir string, next consumer.Logs) *aepReceiver {
+	t.Helper()
+	cfg := createDefaultConfig().(*Config)
+	tailing(dir, nil)(cfg)
+	r, err := newReceiver(cfg, receivertest.NewNopSettings(componentType), next)
+	require.NoError(t, err)
+	r.maxBody = 1 << 20 // what Start reads from confighttp; rounds run here without it
+	return r
 }

@@ -2,11 +2,14 @@ package aepreceiver
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -494,4 +497,75 @@ func TestChunkedBodyOverTheLimit(t *testing.T) {
 	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
 	assert.Equal(t, int64(1), h.counter("otelcol_aepreceiver_requests_refused", attribute.String("reason", requestTooLarge)))
 	assert.Empty(t, h.records())
+}
+
+// A batch of newlines is refused as its lines pass max_batch_events, as
+// the body streams in: what the handler allocates stays far below the body
+// it refuses (the lines were once split before they were counted, 24
+// bytes of slice header per newline, 20 MiB of them 480 MB).
+func TestTooManyEventsIsRefusedWhileReading(t *testing.T) {
+	const bodySize = 8 << 20
+	h := newHarness(t, nil, nil, func(c *Config) { c.MaxRequestBodySize = bodySize })
+	body := bytes.Repeat([]byte("\n"), bodySize)
+	for _, tt := range []struct {
+		name     string
+		declared bool
+		// bound is what the handler may allocate: a declared length is
+		// read into one buffer of that length, an undeclared one grows.
+		bound uint64
+	}{
+		{name: "declared length", declared: true, bound: bodySize + bodySize/4},
+		{name: "chunked", bound: bodySize / 8},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodPost, eventsPath, nil)
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			req.ContentLength = -1
+			if tt.declared {
+				req.ContentLength = bodySize
+			}
+			req.Header.Set("Content-Type", "application/x-ndjson")
+			req.Header.Set("AEP-Version", aep.Version)
+			rec := httptest.NewRecorder()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			h.rcv.handleEvents(rec, req)
+			runtime.ReadMemStats(&after)
+			require.Equal(t, http.StatusRequestEntityTooLarge, rec.Code, rec.Body.String())
+			assert.Contains(t, rec.Body.String(), "too-many-events")
+			assert.Less(t, after.TotalAlloc-before.TotalAlloc, tt.bound,
+				"bytes allocated to refuse %d newlines", bodySize)
+		})
+	}
+	assert.Equal(t, int64(2), h.counter("otelcol_aepreceiver_requests_refused", attribute.String("reason", requestTooManyEvents)))
+}
+
+// A gzip body is bounded as it is decompressed: 8 KB of gzip that expand
+// to 8 MiB of newlines are refused (413 too-many-events) having allocated
+// a fraction of what they expand to.
+func TestGzipBatchIsRefusedWhileDecompressing(t *testing.T) {
+	const bodySize = 8 << 20
+	h := newHarness(t, nil, nil, func(c *Config) { c.MaxRequestBodySize = bodySize })
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, err := zw.Write(bytes.Repeat([]byte("\n"), bodySize))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	req, err := http.NewRequest(http.MethodPost, h.url+eventsPath, bytes.NewReader(gz.Bytes()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	req.Header.Set("Content-Encoding", "gzip")
+	req.Header.Set("AEP-Version", aep.Version)
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	runtime.ReadMemStats(&after)
+	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), "too-many-events")
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(bodySize/4), "bytes allocated to refuse %d KB of gzip", gz.Len()>>10)
 }
