@@ -87,7 +87,7 @@ func TestJSONLReadsWhatAepfileWrites(t *testing.T) {
 	var want []string
 	agentScoped := 0
 	for _, g := range aeptest.Golden(t) {
-		if isCommand(g.Event.Type) {
+		if aep.IsCommand(g.Event.Type) {
 			continue
 		}
 		sent = append(sent, g.Raw)
