@@ -39,7 +39,7 @@ type session struct {
 	emitter   *sessionEmitter
 	overlap   *overlapIDs  // the ids a resume or an attach's buffer can repeat
 	vendorIDs *vendorIDs   // the last stored events processed: lineage, and the webhook's dedupe
-	metadata  metaShown    // title, tags as the webhook last showed them
+	metadata  metaShown    // the title as the webhook last showed it
 	lastSeen  time.Time    // when the last vendor event arrived
 	stored    uint64       // new stored events processed, the measure of progress
 	mapped    []*aep.Event // mapped, not yet emitted (flushLocked)

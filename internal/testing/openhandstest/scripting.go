@@ -252,6 +252,26 @@ func (c *Conversation) SetTitle(title string) {
 	c.s.postInfoLocked(c.c, "")
 }
 
+// SetTags does what the server's update (PATCH {"tags": …}) does: tags
+// are a state field (1.58.2), so the change is recorded as a stored
+// ConversationStateUpdateEvent(key=tags); then updated_at moves and the
+// ConversationInfo is posted to the webhooks, as for a rename.
+func (c *Conversation) SetTags(tags map[string]string) (Event, error) {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	value := make(map[string]any, len(tags))
+	for k, v := range tags {
+		value[k] = v
+	}
+	ev, err := c.s.setStateLocked(c.c, "tags", value)
+	if err != nil {
+		return nil, err
+	}
+	c.c.updatedAt = c.s.cfg.Clock()
+	c.s.postInfoLocked(c.c, "")
+	return ev, nil
+}
+
 // Events returns the persisted log in order (index = seq).
 func (c *Conversation) Events() []Event {
 	c.s.mu.Lock()
