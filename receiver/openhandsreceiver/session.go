@@ -69,6 +69,9 @@ type sessionSettings struct {
 	// events/search are its only channels (webhook.only).
 	vendorWindow      int
 	webhook, pushOnly bool
+	// tree takes what the streams show of the conversation tree to the
+	// watch goroutine (tree.go).
+	tree *treeMoves
 }
 
 // freshState is the durable state of a session first seen in epoch.
@@ -380,6 +383,7 @@ func (s *session) processLocked(ctx context.Context, ev mapping.Event, how deliv
 	}
 	out = s.decorator.Decorate(ev, out)
 	s.linkLocked(ev, mapped)
+	s.noteTreeLocked(prev, mapped)
 	s.tel.mapped(ctx, time.Since(now))
 	s.mapped = append(s.mapped, out...)
 	if len(s.mapped) >= maxBatchEvents {

@@ -195,3 +195,57 @@ func TestChildStopAfterHeldRunFinished(t *testing.T) {
 	require.Contains(t, got, "run.finished")
 	assert.Less(t, slices.Index(got, "run.finished"), slices.Index(got, "delegation.subagent.stopped"))
 }
+
+// TestTreeByPush: with discovery by push and no poll due (poll_interval
+// 1h), the tree needs no poll. The server pushes no ConversationInfo when a
+// conversation finishes: a child's stop reaches its parent from the
+// child's own stream, also when the child stopped before the parent's
+// announcement was mapped. A fork, which the server announces to no
+// webhook, is found by its first event batch (its subscription's state
+// snapshot).
+func TestTreeByPush(t *testing.T) {
+	bothSockets(t, func(t *testing.T, socket string) {
+		stub, h := startPushOnly(t, socket)
+		parent, err := stub.CreateConversation(oh.ConversationOptions{Status: oh.StatusRunning})
+		require.NoError(t, err)
+		waitSockets(t, parent, 1)
+		launchChild := func(task string) (oh.Event, *oh.Conversation, oh.ChildLaunch) {
+			action := mustAppend(t, parent, oh.StartChildAction(task, ""))
+			launch, err := parent.StartChild(task, "")
+			require.NoError(t, err)
+			child, ok := stub.Conversation(launch.ConversationID)
+			require.True(t, ok)
+			h.waitFirst(child.ID(), "session.started")
+			return action, child, launch
+		}
+
+		action, first, launch := launchChild("stops after its announcement")
+		mustAppend(t, parent, oh.StartChildObservation(action, launch))
+		started := h.waitFirst(parent.ID(), "delegation.subagent.started")
+		waitSockets(t, first, 1)
+		mustStatus(t, first, oh.StatusFinished)
+		stopped := h.waitFirst(parent.ID(), "delegation.subagent.stopped")
+		assert.Equal(t, started.ID, stopped.Cause)
+		assert.Equal(t, oh.StatusFinished, stopped.Data["status"])
+
+		action, second, launch := launchChild("stops before its announcement")
+		waitSockets(t, second, 1)
+		mustStatus(t, second, oh.StatusError)
+		h.waitTypes(second.ID(), "run.failed")
+		mustAppend(t, parent, oh.StartChildObservation(action, launch))
+		require.Eventually(t, func() bool { return count(h.session(parent.ID()), "delegation.subagent.stopped") == 2 }, waitFor, tick)
+		var stops []any
+		for _, ev := range h.session(parent.ID()) {
+			if ev.Type == "delegation.subagent.stopped" {
+				stops = append(stops, ev.Data["child"].(map[string]any)["session"], ev.Data["status"])
+			}
+		}
+		assert.Equal(t, []any{first.ID(), oh.StatusFinished, second.ID(), oh.StatusError}, stops)
+
+		fork, err := parent.Fork(oh.ForkOptions{FromEventID: action.ID()})
+		require.NoError(t, err)
+		forkStarted := h.waitFirst(fork.ID(), "session.started")
+		assert.Equal(t, map[string]any{"session": parent.ID(), "event": action.ID()}, forkStarted.Data["x.openhands.forked_from"])
+		h.validate()
+	})
+}

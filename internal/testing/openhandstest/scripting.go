@@ -42,8 +42,14 @@ type Conversation struct {
 
 // CreateConversation adds a conversation, as if a client had started one.
 // Nothing is published: the real server's start events happen before any
-// client can subscribe.
+// client can subscribe. The ConversationInfo is posted to the webhooks.
 func (s *Server) CreateConversation(opts ConversationOptions) (*Conversation, error) {
+	return s.createConversation(opts, func(c *conversation) { s.postInfoLocked(c, "") })
+}
+
+// createConversation adds a conversation and, under the server's lock,
+// lets started do what its kind of start does.
+func (s *Server) createConversation(opts ConversationOptions, started func(*conversation)) (*Conversation, error) {
 	id := NewUUID()
 	if opts.ID != "" {
 		parsed, ok := parseUUID(opts.ID)
@@ -87,7 +93,7 @@ func (s *Server) CreateConversation(opts ConversationOptions) (*Conversation, er
 	c.webhooks = s.newWebhookSubscribers(c)
 	s.nextCreated++
 	s.conversations[id] = c
-	s.postInfoLocked(c, "")
+	started(c)
 	return &Conversation{s: s, c: c}, nil
 }
 

@@ -205,6 +205,25 @@ func (s *Server) newWebhookSubscribers(c *conversation) []*webhookSubscriber {
 	return subs
 }
 
+// subscribeWebhooksLocked is what EventService.subscribe_to_events sends
+// each webhook subscriber first: the current full_state snapshot. The
+// stub sends it only for a fork, which the server never announces
+// otherwise: the webhook first sees a fork in that batch, flush_delay
+// later. (A started conversation's is left out: its ConversationInfo
+// announces it, and the socket's own snapshot shows the state.)
+func (s *Server) subscribeWebhooksLocked(c *conversation) {
+	if len(c.webhooks) == 0 {
+		return
+	}
+	pub, err := s.fullStateLocked(c)
+	if err != nil {
+		return
+	}
+	for _, w := range c.webhooks {
+		w.enqueue(pub.raw)
+	}
+}
+
 // enqueue is WebhookSubscriber.__call__.
 func (w *webhookSubscriber) enqueue(raw []byte) {
 	w.mu.Lock()
