@@ -111,7 +111,7 @@ func (s *session) begin(ctx context.Context, createdAt string) {
 		created = time.Now()
 	}
 	if start := s.mapper.Start(created, time.Now()); start != nil {
-		s.mapped = append(s.mapped, start)
+		s.mapped = append(s.mapped, s.decorator.Decorate(mapping.Event{}, []*aep.Event{start})...)
 	}
 	s.flushLocked(ctx)
 }
