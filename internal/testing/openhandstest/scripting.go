@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -253,9 +254,7 @@ func (c *Conversation) Status() string {
 func (c *Conversation) SetTitle(title string) {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
-	c.c.title = title
-	c.c.updatedAt = c.s.cfg.Clock()
-	c.s.postInfoLocked(c.c, "")
+	_, _ = c.s.updateLocked(c.c, &title, nil) // no tags: nothing to fail
 }
 
 // SetTags does what the server's update (PATCH {"tags": …}) does: tags
@@ -265,16 +264,30 @@ func (c *Conversation) SetTitle(title string) {
 func (c *Conversation) SetTags(tags map[string]string) (Event, error) {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
-	value := make(map[string]any, len(tags))
-	for k, v := range tags {
-		value[k] = v
+	return c.s.updateLocked(c.c, nil, tags)
+}
+
+// updateLocked is update_conversation: the title (stored metadata, no
+// event) and the tags (a state field: a stored state update when they
+// change), then updated_at and one ConversationInfo POST. It returns the
+// tags' state update, nil when there is none.
+func (s *Server) updateLocked(c *conversation, title *string, tags map[string]string) (Event, error) {
+	if title != nil {
+		c.title = strings.TrimSpace(*title)
 	}
-	ev, err := c.s.setStateLocked(c.c, "tags", value)
-	if err != nil {
-		return nil, err
+	var ev Event
+	if tags != nil {
+		value := make(map[string]any, len(tags))
+		for k, v := range tags {
+			value[k] = v
+		}
+		var err error
+		if ev, err = s.setStateLocked(c, "tags", value); err != nil {
+			return nil, err
+		}
 	}
-	c.c.updatedAt = c.s.cfg.Clock()
-	c.s.postInfoLocked(c.c, "")
+	c.updatedAt = s.cfg.Clock()
+	s.postInfoLocked(c, "")
 	return ev, nil
 }
 
