@@ -42,10 +42,14 @@ type Conversation struct {
 }
 
 // CreateConversation adds a conversation, as if a client had started one.
-// Nothing is published: the real server's start events happen before any
-// client can subscribe. The ConversationInfo is posted to the webhooks.
+// Nothing is published to sockets: the real server's start events happen
+// before any client can subscribe. Each webhook gets the state snapshot
+// its subscription starts with, and the ConversationInfo is posted.
 func (s *Server) CreateConversation(opts ConversationOptions) (*Conversation, error) {
-	return s.createConversation(opts, func(c *conversation) { s.postInfoLocked(c, "") })
+	return s.createConversation(opts, func(c *conversation) {
+		s.subscribeWebhooksLocked(c)
+		s.postInfoLocked(c, "")
+	})
 }
 
 // createConversation adds a conversation and, under the server's lock,

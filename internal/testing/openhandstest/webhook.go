@@ -206,11 +206,9 @@ func (s *Server) newWebhookSubscribers(c *conversation) []*webhookSubscriber {
 }
 
 // subscribeWebhooksLocked is what EventService.subscribe_to_events sends
-// each webhook subscriber first: the current full_state snapshot. The
-// stub sends it only for a fork, which the server never announces
-// otherwise: the webhook first sees a fork in that batch, flush_delay
-// later. (A started conversation's is left out: its ConversationInfo
-// announces it, and the socket's own snapshot shows the state.)
+// each webhook subscriber first: the current full_state snapshot. A fork,
+// which the server announces otherwise to no webhook, is first seen in
+// that batch, flush_delay later.
 func (s *Server) subscribeWebhooksLocked(c *conversation) {
 	if len(c.webhooks) == 0 {
 		return
