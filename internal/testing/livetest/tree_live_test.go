@@ -200,6 +200,11 @@ func TestLiveTree(t *testing.T) {
 		if r.level != aep.CaptureNone {
 			assertDelegatedTrace(t, r, parent, child)
 		}
+		if r.hook != "" {
+			ended, stopped := eventTime(r, child, "run.finished"), eventTime(r, parent, "delegation.subagent.stopped")
+			t.Logf("%s: delegation.subagent.stopped at %s, %s after the child's run ended on the server at %s (poll_interval 1h)",
+				r.label(), stopped.Format(time.StampMicro), stopped.Sub(ended).Round(time.Millisecond), ended.Format(time.StampMicro))
+		}
 		for _, v := range r.relay.Violations() {
 			t.Errorf("%s relay violation: %s", r.label(), v)
 		}
@@ -214,6 +219,18 @@ func TestLiveTree(t *testing.T) {
 		require.True(t, c.Running(), "a collector exited:\n%s", tail(c.logText(), 4000))
 	}
 	t.Logf("the tree took %s in all", time.Since(started).Round(time.Second))
+}
+
+// eventTime is the time of a session's first event of typ: the server's
+// for a mapped event, the receiver's for one it adds (delegation.*).
+func eventTime(r *receiverUnderTest, session, typ string) time.Time {
+	for _, ev := range r.sessionEvents(session) {
+		if ev.Type == typ {
+			t, _ := time.Parse(time.RFC3339Nano, ev.Time)
+			return t
+		}
+	}
+	return time.Time{}
 }
 
 // allShow reports whether every receiver shows an event of typ in session.
