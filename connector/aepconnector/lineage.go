@@ -67,11 +67,21 @@ func (l *lineage) put(key string, to link) {
 	l.links.Put(key, &to)
 }
 
-// place moves an operation of a linked child session into its parent's
-// trace, a run under the delegating span.
+// place puts an operation where its log records are: in the trace its
+// terminal's traceparent names when that carries the operation's own span
+// id (an emitter that stamps runtrace's ids, such as the openhands
+// receiver, which puts a child's runs in the trace of the parent run its
+// session.started names). An operation of a linked child session then
+// moves into its parent's trace, a run under the delegating span, unless
+// its records are in another trace: records and spans never disagree.
 func (l *lineage) place(op *operation) {
+	stamped, span, ok := runtrace.ParseTraceparent(op.terminal.Traceparent)
+	ok = ok && span == op.pos.SpanID
+	if ok {
+		op.pos.TraceID = stamped
+	}
 	to := l.links.Get(childKey(op.terminal.Agent, op.terminal.Session))
-	if to == nil {
+	if to == nil || ok && to.trace != stamped {
 		return
 	}
 	op.pos.TraceID = to.trace

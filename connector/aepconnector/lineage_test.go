@@ -6,9 +6,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/runtrace"
 )
 
 // delegated is an openhands-shaped multi-agent run: parent session p runs
@@ -99,6 +101,68 @@ func TestDelegatedRunsJoinTheParentTrace(t *testing.T) {
 			parent := spans["p "+tc.under]
 			assert.Equal(t, parent.SpanID(), childRun.ParentSpanID())
 			assert.Equal(t, parent.TraceID(), childRun.TraceID(), "one trace")
+		})
+	}
+}
+
+// An emitter that stamps runtrace's ids (the openhands receiver) says in
+// which trace a child's records are: the spans go there too. A child
+// stamped in its own trace stays there though the delegation links it; one
+// stamped in the parent run's trace is there even when no link is seen
+// (capture none: no data names the parent).
+func TestDelegatedRunsStayWithTheirRecords(t *testing.T) {
+	d := delegated{at: time.Date(2026, 7, 3, 10, 0, 0, 0, time.UTC)}
+	parentRun := d.event("p", "run.started", "run:p:1", 0, nil)
+	parentPos, ok := runtrace.Locate(parentRun)
+	require.True(t, ok)
+	stamped := func(inParent bool) []*aep.Event {
+		run := d.childRun()
+		for _, ev := range run {
+			pos, ok := runtrace.Locate(ev)
+			require.True(t, ok)
+			if inParent {
+				pos.TraceID = parentPos.TraceID
+			}
+			ev.Traceparent = pos.Traceparent()
+		}
+		return run
+	}
+	withRun := map[string]any{"session": "p", "agent": "openhands", "run": "run:p:1"}
+	for _, tc := range []struct {
+		name     string
+		link     []*aep.Event
+		inParent bool
+		under    string // the span the child run is under, "" for none
+	}{
+		{"own trace, though the delegating call links it", []*aep.Event{d.delegation()}, false, ""},
+		{"the parent's trace, under the delegating call", []*aep.Event{d.childStarted(withRun), d.delegation()}, true, "execute_tool start_child_conversation"},
+		{"the parent's trace, no link seen", nil, true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.feed(t, append(append([]*aep.Event{parentRun, d.parentCall("tool.requested", time.Second)}, tc.link...),
+				append(stamped(tc.inParent), d.parentCall("tool.completed", 2*time.Second), d.event("p", "run.finished", "run:p:1", 9*time.Second, nil))...)...)
+			spans := map[string]ptrace.Span{}
+			for _, s := range h.allSpans() {
+				conv, _ := s.Attributes().Get(attrConversationID)
+				spans[conv.Str()+" "+s.Name()] = s
+			}
+			require.Len(t, spans, 4)
+			childRun, childCall := spans["c invoke_agent openhands"], spans["c execute_tool bash"]
+			want := runtrace.Position{}
+			if pos, ok := runtrace.Locate(d.childRun()[0]); ok {
+				want = pos
+			}
+			if tc.inParent {
+				want.TraceID = parentPos.TraceID
+			}
+			assert.Equal(t, pcommon.TraceID(want.TraceID), childRun.TraceID(), "the run's records' trace")
+			assert.Equal(t, childRun.TraceID(), childCall.TraceID(), "the call's records' trace")
+			if tc.under == "" {
+				assert.True(t, childRun.ParentSpanID().IsEmpty())
+				return
+			}
+			assert.Equal(t, spans["p "+tc.under].SpanID(), childRun.ParentSpanID())
 		})
 	}
 }

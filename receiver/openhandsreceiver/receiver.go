@@ -313,6 +313,7 @@ func (r *openhandsReceiver) newServerWatch(api *serverClient, epoch int64) *serv
 			webhook:      pushes != nil,
 			// webhook.only: the pushes and events/search, no socket.
 			pushOnly: r.cfg.Webhook.HasValue() && r.cfg.Webhook.Get().Only,
+			tree:     newTreeMoves(rl),
 		},
 	}
 	w.attaches = &attachSettings{

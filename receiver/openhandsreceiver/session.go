@@ -39,7 +39,7 @@ type session struct {
 	emitter   *sessionEmitter
 	overlap   *overlapIDs  // the ids a resume or an attach's buffer can repeat
 	vendorIDs *vendorIDs   // the last stored events processed: lineage, and the webhook's dedupe
-	metadata  metaShown    // title, tags as the webhook last showed them
+	metadata  metaShown    // the title as the webhook last showed it
 	lastSeen  time.Time    // when the last vendor event arrived
 	stored    uint64       // new stored events processed, the measure of progress
 	mapped    []*aep.Event // mapped, not yet emitted (flushLocked)
@@ -69,6 +69,9 @@ type sessionSettings struct {
 	// events/search are its only channels (webhook.only).
 	vendorWindow      int
 	webhook, pushOnly bool
+	// tree takes what the streams show of the conversation tree to the
+	// watch goroutine (tree.go).
+	tree *treeMoves
 }
 
 // freshState is the durable state of a session first seen in epoch.
@@ -108,7 +111,7 @@ func (s *session) begin(ctx context.Context, createdAt string) {
 		created = time.Now()
 	}
 	if start := s.mapper.Start(created, time.Now()); start != nil {
-		s.mapped = append(s.mapped, start)
+		s.mapped = append(s.mapped, s.decorator.Decorate(mapping.Event{}, []*aep.Event{start})...)
 	}
 	s.flushLocked(ctx)
 }
@@ -380,6 +383,7 @@ func (s *session) processLocked(ctx context.Context, ev mapping.Event, how deliv
 	}
 	out = s.decorator.Decorate(ev, out)
 	s.linkLocked(ev, mapped)
+	s.noteTreeLocked(prev, mapped)
 	s.tel.mapped(ctx, time.Since(now))
 	s.mapped = append(s.mapped, out...)
 	if len(s.mapped) >= maxBatchEvents {

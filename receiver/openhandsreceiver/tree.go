@@ -2,11 +2,13 @@ package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openha
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/ratelog"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
 
@@ -52,8 +54,10 @@ func (w *serverWatch) treeID(conversation, field, id string) string {
 
 // noteChild hands what search shows of a child conversation, whichever
 // replica observes the child, to its parent when this replica observes
-// the parent: the parent's delegation.subagent.stopped comes with the
-// first poll that shows the child stopped.
+// the parent: for a child observed elsewhere, the parent's
+// delegation.subagent.stopped comes with the first poll that shows the
+// child stopped (a child observed here reports it from its own stream:
+// treeMoves).
 func (w *serverWatch) noteChild(ctx context.Context, info conversationInfo) {
 	if info.ParentConversationID == "" {
 		return
@@ -85,4 +89,97 @@ func (s *session) run() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.mapper.Run()
+}
+
+// maxTreeMoves bounds the tree moves waiting for the watch goroutine;
+// one past it is dropped, and the next poll that shows the child stopped
+// reports it.
+const maxTreeMoves = 4096
+
+// treeMoves carries what the sessions' streams show of the tree to the
+// watch goroutine, which owns the conversations: a child's stream
+// reaching a status that stops it, or a parent's announcing a child.
+// The server pushes no ConversationInfo when a conversation finishes,
+// while the child's own stream shows it within milliseconds; without this
+// the parent's delegation.subagent.stopped waited for a poll. The watch
+// hands the child's status to its parent (treeMoved) under the parent's
+// lock alone: a session never waits for another's lock while holding its
+// own, whatever tree a hostile server draws (a cycle included).
+type treeMoves struct {
+	mu      sync.Mutex
+	pending map[treeMove]struct{}
+	signal  chan struct{} // holds one value while moves are pending
+	rl      *ratelog.Logger
+}
+
+// treeMove is a child whose parent may have to report it stopped: with
+// the status the child's stream showed, or "" when its parent announced
+// it (the child's status is then read from its session).
+type treeMove struct{ parent, child, status string }
+
+func newTreeMoves(rl *ratelog.Logger) *treeMoves {
+	return &treeMoves{pending: make(map[treeMove]struct{}), signal: make(chan struct{}, 1), rl: rl}
+}
+
+// add queues m for the watch goroutine; it never blocks.
+func (t *treeMoves) add(m treeMove) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.pending) >= maxTreeMoves {
+		t.rl.Warn("tree-moves", "too many child status changes wait for the watch; the next poll reports the dropped one",
+			zap.String("parent", m.parent), zap.String("child", m.child))
+		return
+	}
+	t.pending[m] = struct{}{}
+	select {
+	case t.signal <- struct{}{}:
+	default:
+	}
+}
+
+// take empties the queue.
+func (t *treeMoves) take() []treeMove {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]treeMove, 0, len(t.pending))
+	for m := range t.pending {
+		out = append(out, m)
+	}
+	clear(t.pending)
+	return out
+}
+
+// noteTreeLocked queues what this session's stream just showed of the
+// tree: its own status stopping it as a child, and each child it
+// announced (which may have stopped before the announcement was mapped).
+func (s *session) noteTreeLocked(prev string, mapped []*aep.Event) {
+	if status := s.mapper.Status(); status != prev && mapping.StopsChild(status) && s.mapper.Parent() != "" {
+		s.tree.add(treeMove{parent: s.mapper.Parent(), child: s.id, status: status})
+	}
+	for _, ev := range mapped {
+		if child, ok := s.mapper.StartedChild(ev); ok {
+			s.tree.add(treeMove{parent: s.id, child: child})
+		}
+	}
+}
+
+// treeMoved hands the queued child statuses to the parents this replica
+// observes; a child announced by its parent is looked at only when
+// observed here too (else a poll shows its status).
+func (w *serverWatch) treeMoved(ctx context.Context) {
+	for _, m := range w.sessions.tree.take() {
+		parent, observed := w.convs[m.parent]
+		if !observed {
+			continue
+		}
+		status := m.status
+		if status == "" {
+			child, observed := w.convs[m.child]
+			if !observed {
+				continue
+			}
+			_, status = child.session.progress()
+		}
+		parent.session.childStatus(ctx, m.child, status)
+	}
 }

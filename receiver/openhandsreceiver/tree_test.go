@@ -9,13 +9,18 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/otelcol-openhands/otelcol-openhands/connector/aepconnector"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/aeptest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/runtrace"
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/testing/openhandstest"
 )
 
@@ -82,6 +87,7 @@ func TestConversationTree(t *testing.T) {
 
 		h.waitTypes(child.ID(), "state.delta", "run.finished")
 		assert.Equal(t, 1, count(h.session(parent.ID()), "delegation.subagent.stopped"), "a child stops once, whatever the polls show")
+		assertChildSpansWithRecords(t, h.sink.AllLogs(), child.ID(), completed.Traceparent)
 		h.validate()
 		assertReadOnly(t, stub)
 	})
@@ -155,6 +161,8 @@ func TestChildOfAnotherReplicasParent(t *testing.T) {
 
 	assert.Empty(t, a.session(child.ID()), "one observer per session")
 	assert.Empty(t, b.session(parent.ID()))
+	b.waitTypes(child.ID(), "run.failed")
+	assertChildSpansWithRecords(t, append(a.sink.AllLogs(), b.sink.AllLogs()...), child.ID(), "")
 	a.validate()
 	b.validate()
 }
@@ -194,4 +202,102 @@ func TestChildStopAfterHeldRunFinished(t *testing.T) {
 	require.Contains(t, got, "delegation.subagent.stopped")
 	require.Contains(t, got, "run.finished")
 	assert.Less(t, slices.Index(got, "run.finished"), slices.Index(got, "delegation.subagent.stopped"))
+}
+
+// TestTreeByPush: with discovery by push and no poll due (poll_interval
+// 1h), the tree needs no poll. The server pushes no ConversationInfo when a
+// conversation finishes: a child's stop reaches its parent from the
+// child's own stream, also when the child stopped before the parent's
+// announcement was mapped. A fork, which the server announces to no
+// webhook, is found by its first event batch (its subscription's state
+// snapshot).
+func TestTreeByPush(t *testing.T) {
+	bothSockets(t, func(t *testing.T, socket string) {
+		stub, h := startPushOnly(t, socket)
+		parent, err := stub.CreateConversation(oh.ConversationOptions{Status: oh.StatusRunning})
+		require.NoError(t, err)
+		waitSockets(t, parent, 1)
+		launchChild := func(task string) (oh.Event, *oh.Conversation, oh.ChildLaunch) {
+			action := mustAppend(t, parent, oh.StartChildAction(task, ""))
+			launch, err := parent.StartChild(task, "")
+			require.NoError(t, err)
+			child, ok := stub.Conversation(launch.ConversationID)
+			require.True(t, ok)
+			h.waitFirst(child.ID(), "session.started")
+			return action, child, launch
+		}
+
+		action, first, launch := launchChild("stops after its announcement")
+		mustAppend(t, parent, oh.StartChildObservation(action, launch))
+		started := h.waitFirst(parent.ID(), "delegation.subagent.started")
+		waitSockets(t, first, 1)
+		mustStatus(t, first, oh.StatusFinished)
+		stopped := h.waitFirst(parent.ID(), "delegation.subagent.stopped")
+		assert.Equal(t, started.ID, stopped.Cause)
+		assert.Equal(t, oh.StatusFinished, stopped.Data["status"])
+
+		action, second, launch := launchChild("stops before its announcement")
+		waitSockets(t, second, 1)
+		mustStatus(t, second, oh.StatusError)
+		h.waitTypes(second.ID(), "run.failed")
+		mustAppend(t, parent, oh.StartChildObservation(action, launch))
+		require.Eventually(t, func() bool { return count(h.session(parent.ID()), "delegation.subagent.stopped") == 2 }, waitFor, tick)
+		var stops []any
+		for _, ev := range h.session(parent.ID()) {
+			if ev.Type == "delegation.subagent.stopped" {
+				stops = append(stops, ev.Data["child"].(map[string]any)["session"], ev.Data["status"])
+			}
+		}
+		assert.Equal(t, []any{first.ID(), oh.StatusFinished, second.ID(), oh.StatusError}, stops)
+
+		fork, err := parent.Fork(oh.ForkOptions{FromEventID: action.ID()})
+		require.NoError(t, err)
+		forkStarted := h.waitFirst(fork.ID(), "session.started")
+		assert.Equal(t, map[string]any{"session": parent.ID(), "event": action.ID()}, forkStarted.Data["x.openhands.forked_from"])
+		h.validate()
+	})
+}
+
+// assertChildSpansWithRecords feeds the receivers' records to the aep
+// connector: each span of the child session is in the trace its log
+// records name. With call, the traceparent of the delegating call's
+// tool.completed (the child's session.started named the parent's run),
+// that is the parent's trace, and the child's runs are under the call.
+func assertChildSpansWithRecords(t *testing.T, logs []plog.Logs, child, call string) {
+	t.Helper()
+	f := aepconnector.NewFactory()
+	sink := new(consumertest.TracesSink)
+	conn, err := f.CreateLogsToTraces(context.Background(), connectortest.NewNopSettings(f.Type()), f.CreateDefaultConfig(), sink)
+	require.NoError(t, err)
+	recordTrace := map[pcommon.SpanID]pcommon.TraceID{}
+	for _, ld := range logs {
+		for _, ev := range aeptest.EventsOf(t, ld) {
+			if trace, span, ok := runtrace.ParseTraceparent(ev.Traceparent); ok && ev.Session == child {
+				recordTrace[span] = trace
+			}
+		}
+		require.NoError(t, conn.ConsumeLogs(context.Background(), ld))
+	}
+	callTrace, callSpan, delegated := runtrace.ParseTraceparent(call)
+	spans, runs := 0, 0
+	for _, td := range sink.AllTraces() {
+		for _, rs := range td.ResourceSpans().All() {
+			for _, ss := range rs.ScopeSpans().All() {
+				for _, s := range ss.Spans().All() {
+					if session, _ := s.Attributes().Get("session.id"); session.Str() != child {
+						continue
+					}
+					spans++
+					assert.Equal(t, recordTrace[s.SpanID()], s.TraceID(), "span %s is in the trace its records name", s.Name())
+					if op, _ := s.Attributes().Get("gen_ai.operation.name"); delegated && op.Str() == "invoke_agent" {
+						runs++
+						assert.Equal(t, pcommon.TraceID(callTrace), s.TraceID(), "the child's run %s is in the parent's trace", s.Name())
+						assert.Equal(t, pcommon.SpanID(callSpan), s.ParentSpanID(), "the child's run %s is under the delegating call", s.Name())
+					}
+				}
+			}
+		}
+	}
+	assert.NotZero(t, spans, "the child's spans")
+	assert.Equal(t, delegated, runs > 0, "the child's runs under the delegating call")
 }

@@ -76,6 +76,8 @@ func (w *serverWatch) awaitPoll(ctx context.Context, tick <-chan time.Time) bool
 			return false
 		case p := <-w.pushes:
 			p.reply <- w.pushed(ctx, p)
+		case <-w.sessions.tree.signal:
+			w.treeMoved(ctx)
 		case <-tick:
 			return true
 		}

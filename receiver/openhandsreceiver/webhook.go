@@ -189,11 +189,13 @@ type push struct {
 }
 
 // metadata is what a ConversationInfo shows and no event does: a title
-// rename or a tags update changes stored metadata without any
-// ConversationStateUpdateEvent.
+// rename changes stored metadata without any event. Tags are not here:
+// they are a state field (1.58.2), so the socket's full_state shows them
+// and a change is a stored ConversationStateUpdateEvent(key=tags), mapped
+// like any state update; taking them from the push too announced each
+// change twice.
 type metadata struct {
 	Title json.RawMessage `json:"title"`
-	Tags  json.RawMessage `json:"tags"`
 }
 
 // decodePush decodes a POST body: a ConversationInfo object, or a JSON
@@ -398,12 +400,11 @@ func (s *session) pushedBeforeLocked(ev mapping.Event, how delivery) bool {
 	return true
 }
 
-// noteMetadata emits, as state.delta of the session, each metadata field
-// (title, tags) whose value differs from the one last seen: on the first
-// ConversationInfo of a session the ones that are set, then each change.
-// The server posts each snapshot in a task of its own, so they can arrive
-// out of order; an update moves updated_at, and a snapshot older than the
-// newest taken in is stale.
+// noteMetadata emits, as state.delta of the session, the title when it
+// differs from the one last seen: on the first ConversationInfo of a
+// session if it is set, then each change. The server posts each snapshot
+// in a task of its own, so they can arrive out of order; an update moves
+// updated_at, and a snapshot older than the newest taken in is stale.
 func (s *session) noteMetadata(ctx context.Context, updatedAt string, meta metadata) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -414,34 +415,26 @@ func (s *session) noteMetadata(ctx context.Context, updatedAt string, meta metad
 	if err == nil {
 		s.metadata.at = at
 	}
-	for _, f := range []struct {
-		key   string
-		value json.RawMessage
-	}{{"title", meta.Title}, {"tags", meta.Tags}} {
-		value, err := aep.DecodeValue(f.value)
-		if len(f.value) == 0 || err != nil {
-			continue // absent, or not JSON: nothing to say
-		}
-		compact := compactJSON(f.value)
-		last, seen := s.metadata.values[f.key]
-		if seen && last == compact || !seen && isEmptyJSON(value) {
-			continue
-		}
-		if s.metadata.values == nil {
-			s.metadata.values = make(map[string]string, 2)
-		}
-		s.metadata.values[f.key] = compact
-		out := s.mapper.Metadata(f.key, value, updatedAt, time.Now())
-		s.mapped = append(s.mapped, s.decorator.Decorate(mapping.Event{}, out)...)
+	value, err := aep.DecodeValue(meta.Title)
+	if len(meta.Title) == 0 || err != nil {
+		return // absent, or not JSON: nothing to say
 	}
+	title := compactJSON(meta.Title)
+	if s.metadata.titled && s.metadata.title == title || !s.metadata.titled && isEmptyJSON(value) {
+		return
+	}
+	s.metadata.title, s.metadata.titled = title, true
+	out := s.mapper.Metadata("title", value, updatedAt, time.Now())
+	s.mapped = append(s.mapped, s.decorator.Decorate(mapping.Event{}, out)...)
 	s.flushLocked(ctx)
 }
 
 // metaShown is the metadata a session last showed: the newest updated_at
-// taken in, and each value by key, as compact JSON.
+// taken in, and the title as compact JSON (titled once one was shown).
 type metaShown struct {
 	at     time.Time
-	values map[string]string
+	title  string
+	titled bool
 }
 
 func compactJSON(raw json.RawMessage) string {

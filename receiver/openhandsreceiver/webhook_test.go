@@ -227,6 +227,46 @@ func TestWebhookTitleRename(t *testing.T) {
 	h.validate()
 }
 
+// Tags are a state field (1.58.2): a change is a stored
+// ConversationStateUpdateEvent(key=tags), and the server posts the
+// ConversationInfo as well. The change is announced once, from the event,
+// whichever channel brings it; the tags set at the start are in the state,
+// not a change.
+func TestWebhookTagsChangeOnce(t *testing.T) {
+	for _, only := range []bool{false, true} {
+		t.Run(map[bool]string{false: "sockets and webhook", true: "webhook only"}[only], func(t *testing.T) {
+			front := startHookFront(t)
+			stub := hookStub(t, testKey, front)
+			cfg := webhookConfig(socketSession, []string{testKey}, stub)
+			cfg.Capture.Level = aep.CaptureRedacted // the value rides at redacted
+			cfg.Webhook.Get().Only = only
+			h := startWebhookHarness(t, cfg, front)
+			conv, err := stub.CreateConversation(oh.ConversationOptions{Tags: map[string]string{"team": "infra"}})
+			require.NoError(t, err)
+			h.waitTypes(conv.ID(), "session.started")
+			_, err = conv.SetTags(map[string]string{"team": "infra", "ticket": "OPS-7"})
+			require.NoError(t, err)
+			got := last(h.waitTypes(conv.ID(), "state.delta"), "state.delta")
+			assert.Equal(t, "tags", got.Data["key"])
+			assert.Equal(t, []any{map[string]any{"op": "replace", "path": "/tags",
+				"value": map[string]any{"team": "infra", "ticket": "OPS-7"}}}, got.Data["delta"])
+			// The start's and the update's ConversationInfo were taken in
+			// (the sink answers once it has), and the rename after them too.
+			conv.SetTitle("Tagged")
+			require.Eventually(t, func() bool { return stub.WebhookStats().Infos == 3 }, waitFor, tick)
+			require.Eventually(t, func() bool { return count(h.session(conv.ID()), "state.delta") == 2 }, waitFor, tick)
+			var keys []any
+			for _, ev := range h.session(conv.ID()) {
+				if ev.Type == "state.delta" {
+					keys = append(keys, ev.Data["key"])
+				}
+			}
+			assert.Equal(t, []any{"tags", "title"}, keys, "the tags change once, then the rename")
+			h.validate()
+		})
+	}
+}
+
 // With webhook.only there is no socket: the pushes bring the events, and
 // what the server dropped from them (oldest first, past max_queue_size
 // while the sink was unreachable) is read back from events/search, so
@@ -335,7 +375,7 @@ func TestStaleMetadataIsIgnored(t *testing.T) {
 	s := offlineConversation(t, "metadata").session
 	s.noteMetadata(context.Background(), "2026-08-22T14:00:02Z", metadata{Title: json.RawMessage(`"newer"`)})
 	s.noteMetadata(context.Background(), "2026-08-22T14:00:01Z", metadata{Title: json.RawMessage(`"older"`)})
-	assert.Equal(t, `"newer"`, s.metadata.values["title"])
+	assert.Equal(t, `"newer"`, s.metadata.title)
 }
 
 // A pushed stored event is mapped ahead of the socket only when it extends

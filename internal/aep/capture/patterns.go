@@ -264,12 +264,17 @@ const (
 	maxEmailDomain = 256
 )
 
-// credentialKey names the object keys whose values are secrets whole
-// (hardening pinned by the corpus), except the numbers under keys that
-// count tokens (max_tokens, gen_ai.usage.input_tokens, token_count).
+// The object keys whose values are secrets whole (hardening pinned by the
+// corpus): credentialKey names a credential by any of its words; tokenKey
+// says "token", which names a credential (access_token, authToken, token)
+// unless the key is about counting tokens (tokenAccountingKey:
+// accumulated_token_usage, token_count, tokenLimit) or the value is a
+// number (max_tokens, per_turn_token, gen_ai.usage.input_tokens: a token
+// credential is text).
 var (
-	credentialKey = regexp.MustCompile(`(?i)password|passwd|secret|api[_-]?key|token|authorization|credential|private[_-]?key|access[_-]?key`)
-	tokenCountKey = regexp.MustCompile(`(?i)tokens|token_?count`)
+	credentialKey      = regexp.MustCompile(`(?i)password|passwd|secret|api[_-]?key|authorization|credential|private[_-]?key|access[_-]?key`)
+	tokenKey           = regexp.MustCompile(`(?i)token`)
+	tokenAccountingKey = regexp.MustCompile(`(?i)tokens?[_.-]?(?:usage|count|limit|type)`)
 )
 
 // appendEmails appends the e-mail addresses in s to dst.

@@ -172,16 +172,17 @@ func (r *Redactor) Value(v any) any {
 
 // hidesSecret reports whether the value under key is replaced whole: any
 // value of a credential-named key that can carry one, but not the token
-// counts that share the word.
+// counts and usage that share the word "token".
 func hidesSecret(key string, v any) bool {
-	if !credentialKey.MatchString(key) {
+	named := credentialKey.MatchString(key)
+	if !named && (!tokenKey.MatchString(key) || tokenAccountingKey.MatchString(key)) {
 		return false
 	}
 	switch v.(type) {
 	case nil, bool:
 		return false
 	case json.Number, float64, float32, int, int64, int32, uint, uint64, uint32:
-		return !tokenCountKey.MatchString(key)
+		return named
 	default:
 		return true
 	}

@@ -142,6 +142,45 @@ func TestRedactorValue(t *testing.T) {
 	}, r.Value(in))
 }
 
+// TestRedactorValueTokenUsage: "token" in a key names a credential only
+// when the key is not about counting tokens; the agent server's stats
+// (accumulated_token_usage, per_turn_token) keep their figures, and a
+// token credential beside them does not.
+func TestRedactorValueTokenUsage(t *testing.T) {
+	r, err := NewRedactor(RedactorConfig{})
+	require.NoError(t, err)
+	usage := map[string]any{
+		"model": "openai/fake", "prompt_tokens": json.Number("120"), "completion_tokens": json.Number("7"),
+		"cache_read_tokens": json.Number("0"), "per_turn_token": json.Number("127"), "response_id": "resp-1",
+	}
+	stats := map[string]any{"stats": map[string]any{"usage_to_metrics": map[string]any{"agent": map[string]any{
+		"model_name": "openai/fake", "accumulated_cost": json.Number("0.01"),
+		"accumulated_token_usage": usage, "token_usages": []any{usage},
+	}}}}
+	assert.Equal(t, stats, r.Value(stats), "token usage is no credential")
+	for _, tc := range []struct {
+		key   string
+		value any
+		want  any
+	}{
+		{"access_token", "plainlooking0value", SecretMarker},
+		{"authToken", "plainlooking0value", SecretMarker},
+		{"X-Auth-Token", "plainlooking0value", SecretMarker},
+		{"token", map[string]any{"value": "x"}, SecretMarker},
+		{"tokens", []any{"plain-looking"}, SecretMarker},
+		{"token_secret", "plainlooking0value", SecretMarker},
+		{"token_usage", map[string]any{"prompt_tokens": json.Number("3")}, map[string]any{"prompt_tokens": json.Number("3")}},
+		{"tokenLimit", json.Number("4096"), json.Number("4096")},
+		{"token_type", "bearer", "bearer"},
+		{"per_turn_token", json.Number("12"), json.Number("12")},
+		{"pin_password", json.Number("1234"), SecretMarker},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			assert.Equal(t, map[string]any{tc.key: tc.want}, r.Value(map[string]any{tc.key: tc.value}))
+		})
+	}
+}
+
 func TestRedactorText(t *testing.T) {
 	tests := []struct {
 		name string

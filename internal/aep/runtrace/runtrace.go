@@ -103,6 +103,22 @@ func (p Position) Traceparent() string {
 	return b.String()
 }
 
+// ParseTraceparent reads a W3C traceparent's trace and span ids; false
+// when it is not one (version 00's shape, ids not all zero).
+func ParseTraceparent(traceparent string) (trace [16]byte, span [8]byte, ok bool) {
+	parts := strings.Split(traceparent, "-")
+	if len(parts) != 4 || len(parts[1]) != 2*len(trace) || len(parts[2]) != 2*len(span) {
+		return trace, span, false
+	}
+	if _, err := hex.Decode(trace[:], []byte(parts[1])); err != nil {
+		return trace, span, false
+	}
+	if _, err := hex.Decode(span[:], []byte(parts[2])); err != nil {
+		return trace, span, false
+	}
+	return trace, span, trace != [16]byte{} && span != [8]byte{}
+}
+
 // toolKey names a tool span: a label and the id after it.
 func toolKey(ev *aep.Event) (label, id string) {
 	if tool, ok := ev.Data["tool"].(map[string]any); ok {

@@ -2,6 +2,7 @@ package runtrace
 
 import (
 	"crypto/sha256"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -110,6 +111,32 @@ func TestIDsHashTheirText(t *testing.T) {
 			assert.Equal(t, wantRun[:8], pos.ParentID[:])
 			want := sum("aep span\n" + run + "\n" + c.key)
 			assert.Equal(t, want[:8], pos.SpanID[:])
+		})
+	}
+}
+
+func TestParseTraceparent(t *testing.T) {
+	pos, ok := Locate(&aep.Event{Type: "run.started", Source: "aep://h/agent/a/session/s", Run: "run:s:1"})
+	require.True(t, ok)
+	for _, tc := range []struct {
+		name, traceparent string
+		ok                bool
+	}{
+		{"a located event's", pos.Traceparent(), true},
+		{"empty", "", false},
+		{"three parts", "00-" + strings.Repeat("a", 32) + "-" + strings.Repeat("b", 16), false},
+		{"a short trace id", "00-" + strings.Repeat("a", 30) + "-" + strings.Repeat("b", 16) + "-01", false},
+		{"not hex", "00-" + strings.Repeat("g", 32) + "-" + strings.Repeat("b", 16) + "-01", false},
+		{"a zero trace id", "00-" + strings.Repeat("0", 32) + "-" + strings.Repeat("b", 16) + "-01", false},
+		{"a zero span id", "00-" + strings.Repeat("a", 32) + "-" + strings.Repeat("0", 16) + "-01", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			trace, span, ok := ParseTraceparent(tc.traceparent)
+			assert.Equal(t, tc.ok, ok)
+			if tc.ok {
+				assert.Equal(t, pos.TraceID, trace)
+				assert.Equal(t, pos.SpanID, span)
+			}
 		})
 	}
 }

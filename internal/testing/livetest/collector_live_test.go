@@ -40,12 +40,45 @@ exporters:
 %s  otlp_http:
     endpoint: %s
     compression: none
-service:
+%s%s`, rcv.String(), exp.String(), sink, quietPipelines, pipes.String())
+}
+
+// quietPipelines opens a live collector's service section: no internal
+// metrics (their port would clash between collectors), then its pipelines.
+const quietPipelines = `service:
   telemetry:
     metrics:
       level: none
   pipelines:
-%s`, rcv.String(), exp.String(), sink, pipes.String())
+`
+
+// receiverCollectorConfig renders a collector of one openhands receiver
+// (its configuration, unindented) into a relay and an OTLP sink.
+func receiverCollectorConfig(receiver, relay, instance, sink string) string {
+	return fmt.Sprintf(`receivers:
+  openhands:
+%sexporters:
+  aeprelay:
+    endpoint: %s
+    token: %s
+    instance: live/%s
+  otlp_http:
+    endpoint: %s
+    compression: none
+%s    logs:
+      receivers: [openhands]
+      exporters: [aeprelay, otlp_http]
+`, Indent(receiver, 4), relay, relayToken, instance, sink, quietPipelines)
+}
+
+// webhookReceiverYAML is r's ReceiverYAML polling once an hour, with its
+// webhook sink on sinkAddr (webhook.only for hookOnly).
+func webhookReceiverYAML(r *receiverUnderTest, sinkAddr string) string {
+	hook := "poll_interval: 1h\nwebhook:\n  endpoint: " + sinkAddr
+	if r.hook == hookOnly {
+		hook += "\n  only: true"
+	}
+	return strings.Replace(ReceiverYAML(r.mode, r.level, r.front.ProxyURL()), "poll_interval: 200ms", hook, 1)
 }
 
 const relayToken = "live-relay-token"

@@ -23,6 +23,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/capture"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/schema"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/aeprelaytest"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/childproc"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/fakellm"
 )
 
@@ -34,12 +35,29 @@ var secrets = []string{"AKIAZ7Q3LIVETEST4K2M", "hunter2-live-s3cret", "ops-team@
 type receiverUnderTest struct {
 	mode  string
 	level aep.Capture
+	// hook is the webhook mode of a receiver the agent server pushes to
+	// (hookSockets, hookOnly), "" for one without a webhook sink.
+	hook  string
 	rec   *Recorder
 	front *Front
 	relay *aeprelaytest.Relay
 }
 
-func (r *receiverUnderTest) label() string { return Label(r.mode, r.level) }
+func (r *receiverUnderTest) label() string {
+	if r.hook != "" {
+		return r.hook + "-" + string(r.level)
+	}
+	return Label(r.mode, r.level)
+}
+
+// observes reports whether the receiver has taken up the conversation:
+// its socket attached, or with webhook.only, its session started.
+func (r *receiverUnderTest) observes(id string) bool {
+	if r.hook == hookOnly {
+		return slices.ContainsFunc(r.sessionEvents(id), func(ev *aep.Event) bool { return ev.Type == "session.started" })
+	}
+	return r.rec.Attached(id)
+}
 
 // sessionEvents is what the relay holds for one conversation, in order.
 func (r *receiverUnderTest) sessionEvents(id string) []*aep.Event {
@@ -116,13 +134,45 @@ func TestLive(t *testing.T) {
 	}
 }
 
+// The webhook modes of the receivers the agent server pushes to: sockets
+// and webhook, and webhook only. Both poll once an hour, so what they show
+// came by push, or from their sockets.
+const (
+	hookSockets = "webhook"
+	hookOnly    = "webhook_only"
+	// hookFlushDelay is the server's flush_delay for them, in seconds: the
+	// default 30 s would make the test wait for every pushed batch.
+	hookFlushDelay = 2
+)
+
 // startLive starts the rig: the fake LLM, the agent server, and per socket
 // mode a collector whose receivers (one per capture level) each reach the
-// server through their own Front and push to their own relay.
-func startLive(t *testing.T, modes []string) *live {
+// server through their own Front and push to their own relay; and per
+// webhook mode in hooks a collector with one receiver at redacted, which
+// the server's webhooks push to.
+func startLive(t *testing.T, modes []string, hooks ...string) *live {
 	python, bin, llm := liveTools(t)
-	l := &live{t: t, llm: llm, server: startAgentServer(t, python), sinks: map[string]*otlpSink{},
+	var env []string
+	sinkAddrs := make([]string, len(hooks))
+	for i := range hooks {
+		addr, err := childproc.FreeAddr()
+		require.NoError(t, err)
+		sinkAddrs[i] = addr
+		env = append(env, fmt.Sprintf("OH_WEBHOOKS_%d_BASE_URL=http://%s", i, addr),
+			fmt.Sprintf("OH_WEBHOOKS_%d_FLUSH_DELAY=%d", i, hookFlushDelay), fmt.Sprintf("OH_WEBHOOKS_%d_RETRY_DELAY=1", i))
+	}
+	l := &live{t: t, llm: llm, server: startAgentServer(t, python, env...), sinks: map[string]*otlpSink{},
 		names: map[string]string{}, deleted: map[string][]map[string]any{}}
+	for i, hook := range hooks {
+		rec, front := startRecordedFront(t, l.server.url)
+		relay := aeprelaytest.Start(t, aeprelaytest.Config{Token: relayToken})
+		r := &receiverUnderTest{mode: "auto", level: aep.CaptureRedacted, hook: hook, rec: rec, front: front, relay: relay}
+		l.receivers = append(l.receivers, r)
+		sink := startOTLPSink(t)
+		l.sinks[hook] = sink
+		l.cols = append(l.cols, startCollectorProcess(t, bin,
+			receiverCollectorConfig(webhookReceiverYAML(r, sinkAddrs[i]), relay.URL(), r.label(), sink.URL())))
+	}
 	for _, mode := range modes {
 		fronts, relays := map[aep.Capture]string{}, map[aep.Capture]string{}
 		for _, level := range Levels {
@@ -212,7 +262,7 @@ func (l *live) open(ctx context.Context, spec conversationSpec) (string, error) 
 	l.mu.Unlock()
 	if err := poll(ctx, "every receiver attached to "+spec.script, func() (bool, error) {
 		for _, r := range l.receivers {
-			if !r.rec.Attached(id) {
+			if !r.observes(id) {
 				return false, nil
 			}
 		}
@@ -563,9 +613,7 @@ func (l *live) assertOTLP(t *testing.T, r *receiverUnderTest) {
 // assertReadOnly: auth frames are all the receiver writes to a socket, and
 // GET is its only REST verb.
 func assertReadOnly(t *testing.T, tr *Transcript) {
-	for _, ex := range tr.REST {
-		assert.Equal(t, "GET", ex.Method, "%s %s", ex.Method, ex.Path)
-	}
+	assertGETOnly(t, tr)
 	frames := 0
 	for _, s := range tr.Sockets {
 		for _, f := range s.FromReceiver {
@@ -580,6 +628,13 @@ func assertReadOnly(t *testing.T, tr *Transcript) {
 		}
 	}
 	assert.NotZero(t, frames, "the receiver authenticated its sockets")
+}
+
+// assertGETOnly: GET is the receiver's only REST verb.
+func assertGETOnly(t *testing.T, tr *Transcript) {
+	for _, ex := range tr.REST {
+		assert.Equal(t, "GET", ex.Method, "%s %s", ex.Method, ex.Path)
+	}
 }
 
 // assertSecrets: the planted secrets never leave below full, and at

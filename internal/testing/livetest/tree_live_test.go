@@ -4,6 +4,7 @@ package livetest
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -24,6 +25,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/connector/aepconnector"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/runtrace"
 )
 
 // startChildTool is the tool the agent server attaches when a
@@ -40,8 +42,17 @@ const startChildTool = "start_child_conversation"
 // the parent's stream holds delegation.subagent.started cause-linked to
 // the launch's tool.completed and delegation.subagent.stopped once the
 // child finished, and the fork's session.started names its source.
+//
+// Two more receivers take the server's webhooks, one beside its sockets,
+// one alone (webhook.only), both polling once an hour: for them the child
+// and the fork are found by push (a fork by its first event batch: the
+// server posts no ConversationInfo for it), the child's stop comes from
+// its own stream, and a deletion from the pushed status deleting. A child
+// started by a direct POST .../children has its parent and no delegation.*
+// events; a tags update is one state.delta; at redacted the stats keep
+// their token counts.
 func TestLiveTree(t *testing.T) {
-	l := startLive(t, []string{"events", "session"})
+	l := startLive(t, []string{"events", "session"}, hookSockets, hookOnly)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	started := time.Now()
@@ -101,10 +112,55 @@ func TestLiveTree(t *testing.T) {
 	raw, _ := json.Marshal(fork)
 	t.Logf("the fork: %s; its events: %v", raw, eventKinds(forkEvents))
 	l.names[fork.ID] = "tree_fork"
+	forked := time.Now()
+	require.NoError(t, poll(ctx, "every receiver to find the fork", func() (bool, error) {
+		return l.allShow(fork.ID, "session.started"), nil
+	}))
+	// Bounded by flush_delay (2 s here) for the webhook receivers; the
+	// bound is slack for a loaded machine, not a target.
+	t.Logf("the fork found by every receiver after %s (webhook flush_delay %d s, their poll_interval 1h)",
+		time.Since(forked).Round(time.Millisecond), hookFlushDelay)
+	assert.Less(t, time.Since(forked), time.Minute, "the webhook receivers found the fork by push")
 	t.Logf("the tree (parent, child, fork) took %s on the server", time.Since(started).Round(time.Second))
+
+	// A child started without the tool: its parent, no delegation.*; then
+	// deleted, which the webhook receivers learn from the pushed status.
+	var direct struct {
+		ConversationID string `json:"conversation_id"`
+	}
+	_, err = l.server.call(ctx, http.MethodPost, "/api/conversations/"+parent+"/children",
+		map[string]any{"task": "Count the files in the workspace and report the number. [[script:tree_child]]", "title": "direct", "isolation": "shared"}, &direct)
+	require.NoError(t, err)
+	require.NotEmpty(t, direct.ConversationID)
+	l.names[direct.ConversationID] = "tree_direct_child"
+	require.NoError(t, awaitStatus("finished")(ctx, l, direct.ConversationID))
+	require.NoError(t, poll(ctx, "every receiver to find the direct child", func() (bool, error) {
+		return l.allShow(direct.ConversationID, "session.started"), nil
+	}))
+	require.NoError(t, deleteConversation(ctx, l, direct.ConversationID))
+
+	// Tags are a state field: the update is a stored state event, and the
+	// server pushes the ConversationInfo as well. The rename after it is
+	// pushed after it, so once it shows, both pushes were taken in.
+	_, err = l.server.call(ctx, http.MethodPatch, "/api/conversations/"+parent, map[string]any{"tags": map[string]string{"team": "tree"}}, nil)
+	require.NoError(t, err)
+	_, err = l.server.call(ctx, http.MethodPatch, "/api/conversations/"+parent, map[string]any{"title": "tree parent"}, nil)
+	require.NoError(t, err)
+	require.NoError(t, poll(ctx, "every webhook receiver to show the rename", func() (bool, error) {
+		for _, r := range l.receivers {
+			if r.hook != "" && len(stateDeltas(r.sessionEvents(parent), "title")) == 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	}))
 
 	truth := map[string][]map[string]any{}
 	for id := range l.names {
+		if evs, gone := l.deleted[id]; gone {
+			truth[id] = evs
+			continue
+		}
 		truth[id], err = l.server.events(ctx, id)
 		require.NoError(t, err)
 	}
@@ -115,12 +171,22 @@ func TestLiveTree(t *testing.T) {
 			var problems []string
 			for id, evs := range truth {
 				if r.level != aep.CaptureNone {
-					for _, p := range coverage(evs, r.sessionEvents(id), false) {
+					_, gone := l.deleted[id]
+					for _, p := range coverage(evs, r.sessionEvents(id), gone) {
 						problems = append(problems, l.names[id]+": "+p)
 					}
 				}
 			}
 			problems = append(problems, treeProblems(r, parent, child, fork.ID, launch)...)
+			problems = append(problems, directChildProblems(r, parent, direct.ConversationID)...)
+			if r.level != aep.CaptureNone {
+				if n := len(stateDeltas(r.sessionEvents(parent), "tags")); n != 1 {
+					problems = append(problems, fmt.Sprintf("%d state.delta of tags, want 1", n))
+				}
+			}
+			if r.level == aep.CaptureRedacted {
+				problems = append(problems, tokenUsageProblems(r.sessionEvents(parent))...)
+			}
 			for _, p := range problems {
 				last = append(last, r.label()+" "+p)
 			}
@@ -134,15 +200,110 @@ func TestLiveTree(t *testing.T) {
 		if r.level != aep.CaptureNone {
 			assertDelegatedTrace(t, r, parent, child)
 		}
+		if r.hook != "" {
+			ended, stopped := eventTime(r, child, "run.finished"), eventTime(r, parent, "delegation.subagent.stopped")
+			t.Logf("%s: delegation.subagent.stopped at %s, %s after the child's run ended on the server at %s (poll_interval 1h)",
+				r.label(), stopped.Format(time.StampMicro), stopped.Sub(ended).Round(time.Millisecond), ended.Format(time.StampMicro))
+		}
 		for _, v := range r.relay.Violations() {
 			t.Errorf("%s relay violation: %s", r.label(), v)
 		}
-		assertReadOnly(t, r.rec.Transcript())
+		if r.hook == hookOnly {
+			assertGETOnly(t, r.rec.Transcript())
+			assert.Empty(t, r.rec.Transcript().Sockets, "%s: webhook.only opens no socket", r.label())
+		} else {
+			assertReadOnly(t, r.rec.Transcript())
+		}
 	}
 	for _, c := range l.cols {
 		require.True(t, c.Running(), "a collector exited:\n%s", tail(c.logText(), 4000))
 	}
 	t.Logf("the tree took %s in all", time.Since(started).Round(time.Second))
+}
+
+// eventTime is the time of a session's first event of typ: the server's
+// for a mapped event, the receiver's for one it adds (delegation.*).
+func eventTime(r *receiverUnderTest, session, typ string) time.Time {
+	for _, ev := range r.sessionEvents(session) {
+		if ev.Type == typ {
+			t, _ := time.Parse(time.RFC3339Nano, ev.Time)
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+// allShow reports whether every receiver shows an event of typ in session.
+func (l *live) allShow(session, typ string) bool {
+	for _, r := range l.receivers {
+		if !slices.ContainsFunc(r.sessionEvents(session), func(ev *aep.Event) bool { return ev.Type == typ }) {
+			return false
+		}
+	}
+	return true
+}
+
+// stateDeltas is a session's state.delta events of key.
+func stateDeltas(events []*aep.Event, key string) []*aep.Event {
+	return slices.DeleteFunc(slices.Clone(events), func(ev *aep.Event) bool { return ev.Type != "state.delta" || ev.Data["key"] != key })
+}
+
+// directChildProblems is what one receiver's stream lacks of a child
+// started by a direct POST .../children: its session.started names the
+// parent; the parent's stream names it in no delegation.* event (no tool
+// call delegated it); its session ended when it was deleted.
+func directChildProblems(r *receiverUnderTest, parent, child string) []string {
+	var problems []string
+	events := r.sessionEvents(child)
+	if !slices.ContainsFunc(events, func(ev *aep.Event) bool { return ev.Type == "session.ended" }) {
+		problems = append(problems, "the deleted direct child's session did not end")
+	}
+	for _, ev := range r.sessionEvents(parent) {
+		if strings.HasPrefix(ev.Type, "delegation.") && fmt.Sprint(ev.Data["child"]) == fmt.Sprint(map[string]any{"session": child, "agent": ev.Agent}) {
+			problems = append(problems, ev.Type+" names the direct child")
+		}
+	}
+	if r.level == aep.CaptureNone {
+		return problems
+	}
+	i := slices.IndexFunc(events, func(ev *aep.Event) bool { return ev.Type == "session.started" })
+	if i < 0 {
+		return append(problems, "no session.started of the direct child")
+	}
+	if ref, _ := events[i].Data["parent"].(map[string]any); ref["session"] != parent {
+		problems = append(problems, fmt.Sprintf("the direct child's session.started names the parent %v, want %s", ref, parent))
+	}
+	return problems
+}
+
+// tokenUsageProblems: at redacted the stats deltas keep their token
+// counts (accumulated_token_usage is no credential).
+func tokenUsageProblems(events []*aep.Event) []string {
+	stats := stateDeltas(events, "stats")
+	if len(stats) == 0 {
+		return []string{"no state.delta of stats"}
+	}
+	var problems []string
+	for _, ev := range stats {
+		raw, _ := json.Marshal(ev.Data["delta"])
+		var delta []struct {
+			Value struct {
+				UsageToMetrics map[string]struct {
+					AccumulatedTokenUsage any `json:"accumulated_token_usage"`
+				} `json:"usage_to_metrics"`
+			} `json:"value"`
+		}
+		if err := json.Unmarshal(raw, &delta); err != nil || len(delta) != 1 || len(delta[0].Value.UsageToMetrics) == 0 {
+			problems = append(problems, fmt.Sprintf("a stats delta without usage: %s", raw))
+			continue
+		}
+		for usageID, m := range delta[0].Value.UsageToMetrics {
+			if usage, ok := m.AccumulatedTokenUsage.(map[string]any); !ok || usage["prompt_tokens"] == nil {
+				problems = append(problems, fmt.Sprintf("the stats delta's accumulated_token_usage of %s is %v", usageID, m.AccumulatedTokenUsage))
+			}
+		}
+	}
+	return problems
 }
 
 // treeInfo is the tree's part of ConversationInfo.
@@ -282,22 +443,37 @@ func treeProblems(r *receiverUnderTest, parent, child, fork string, launch launc
 }
 
 // assertDelegatedTrace feeds a receiver's stream, as the relay received
-// it, to the aep connector: the child's runs must be spans under the
-// parent's start_child_conversation call span, in its trace.
+// it, to the aep connector: every span of the child is in the trace its log
+// records name (traceparent), and when the child's session.started names
+// the parent's run, the child's runs are spans under the parent's
+// start_child_conversation call span, in its trace.
 func assertDelegatedTrace(t *testing.T, r *receiverUnderTest, parent, child string) {
 	f := aepconnector.NewFactory()
 	sink := new(consumertest.TracesSink)
 	conn, err := f.CreateLogsToTraces(context.Background(), connectortest.NewNopSettings(f.Type()), f.CreateDefaultConfig(), sink)
 	require.NoError(t, err)
-	var call string
+	var call, parentRun string
 	childRuns := map[string]bool{}
+	recordTrace := map[string]string{} // the child's records: span id → trace id
+	delegated := false
 	for _, rec := range r.relay.Events() {
 		ev := rec.Event
 		switch {
 		case ev.Session == parent && ev.Type == "tool.completed" && ev.Subject == startChildTool:
 			call = ev.Traceparent
+		case ev.Session == parent && ev.Type == "run.started":
+			parentRun = ev.Traceparent
+		case ev.Session == child && ev.Type == "session.started":
+			ref, _ := ev.Data["parent"].(map[string]any)
+			delegated = ref["run"] != nil
 		case ev.Session == child && ev.Run != "":
 			childRuns[ev.Run] = true
+		}
+		if parts := strings.Split(ev.Traceparent, "-"); ev.Session == child && len(parts) == 4 {
+			if prev, seen := recordTrace[parts[2]]; seen {
+				assert.Equal(t, prev, parts[1], "%s: the child's records of span %s name one trace", r.label(), parts[2])
+			}
+			recordTrace[parts[2]] = parts[1]
 		}
 		logs := plog.NewLogs()
 		rl := logs.ResourceLogs().AppendEmpty()
@@ -308,22 +484,40 @@ func assertDelegatedTrace(t *testing.T, r *receiverUnderTest, parent, child stri
 	parts := strings.Split(call, "-")
 	require.Len(t, parts, 4, "the launch's tool.completed carries the call's traceparent, not %q", call)
 	require.NotEmpty(t, childRuns)
-	placed := 0
+	placed, agreed := 0, 0
 	for _, td := range sink.AllTraces() {
 		for _, rs := range td.ResourceSpans().All() {
 			for _, ss := range rs.ScopeSpans().All() {
 				for _, s := range ss.Spans().All() {
 					run, _ := s.Attributes().Get("aep.run_id")
-					op, _ := s.Attributes().Get("gen_ai.operation.name")
-					if !childRuns[run.Str()] || op.Str() != "invoke_agent" {
+					if !childRuns[run.Str()] {
+						continue
+					}
+					if trace, ok := recordTrace[s.SpanID().String()]; assert.True(t, ok, "%s: span %s of the child has log records", r.label(), s.Name()) {
+						assert.Equal(t, trace, s.TraceID().String(), "%s: the child's span %s is in the trace its log records name", r.label(), s.Name())
+						agreed++
+					}
+					if op, _ := s.Attributes().Get("gen_ai.operation.name"); op.Str() != "invoke_agent" || !delegated {
 						continue
 					}
 					placed++
 					assert.Equal(t, parts[1], s.TraceID().String(), "%s: the child's run %s is in the parent's trace", r.label(), s.Name())
-					assert.Equal(t, parts[2], s.ParentSpanID().String(), "%s: the child's run %s is under the delegating call", r.label(), s.Name())
+					under := []string{parts[2]}
+					if _, span, ok := runtrace.ParseTraceparent(parentRun); ok && r.hook == hookOnly {
+						// The parent's batches can reach the connector after
+						// the child's run ended: it is then under the parent's
+						// run, which the child's session.started names.
+						under = append(under, hex.EncodeToString(span[:]))
+					}
+					assert.Contains(t, under, s.ParentSpanID().String(), "%s: the child's run %s is under the delegating call", r.label(), s.Name())
 				}
 			}
 		}
 	}
-	assert.Equal(t, len(childRuns), placed, "%s: every run of the child is a span", r.label())
+	assert.NotZero(t, agreed, "%s: the child's spans", r.label())
+	if delegated {
+		assert.Equal(t, len(childRuns), placed, "%s: every run of the child is a span", r.label())
+	} else {
+		t.Logf("%s: the child's session.started names no parent run: its runs are traces of their own", r.label())
+	}
 }

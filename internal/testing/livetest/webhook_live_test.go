@@ -50,27 +50,7 @@ func TestLiveWebhook(t *testing.T) {
 	// OTLP sink keeps every record the pipeline exported.
 	sink := startOTLPSink(t)
 	r := &receiverUnderTest{mode: "auto", level: aep.CaptureRedacted, rec: rec, front: front, relay: relay}
-	receiver := strings.Replace(ReceiverYAML(r.mode, r.level, front.ProxyURL()), "poll_interval: 200ms",
-		"poll_interval: 1h\nwebhook:\n  endpoint: "+sinkAddr, 1)
-	col := startCollectorProcess(t, bin, fmt.Sprintf(`receivers:
-  openhands:
-%sexporters:
-  aeprelay:
-    endpoint: %s
-    token: %s
-    instance: live/webhook
-  otlp_http:
-    endpoint: %s
-    compression: none
-service:
-  telemetry:
-    metrics:
-      level: none
-  pipelines:
-    logs:
-      receivers: [openhands]
-      exporters: [aeprelay, otlp_http]
-`, Indent(receiver, 4), relay.URL(), relayToken, sink.URL()))
+	col := startCollectorProcess(t, bin, receiverCollectorConfig(webhookReceiverYAML(r, sinkAddr), relay.URL(), "webhook", sink.URL()))
 	logOnFailure(t, server, col)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)

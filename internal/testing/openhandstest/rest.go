@@ -42,6 +42,7 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("POST /api/conversations/{conversation_id}/interrupt", s.withConversation(notFoundBare, s.control((*Server).interruptLocked)))
 	api.HandleFunc("POST /api/conversations/{conversation_id}/run", s.withConversation(notFoundBare, s.handleRun))
 	api.HandleFunc("DELETE /api/conversations/{conversation_id}", s.withConversation(notFoundBare, s.handleDelete))
+	api.HandleFunc("PATCH /api/conversations/{conversation_id}", s.withConversation(notFoundBare, s.handleUpdate))
 	api.HandleFunc("POST /api/conversations/{conversation_id}/children", s.withConversation(notFoundDetail("Parent conversation not found"), s.handleStartChild))
 	api.HandleFunc("POST /api/conversations/{conversation_id}/fork", s.withConversation(notFoundDetail("Source conversation not found"), s.handleFork))
 	api.HandleFunc("GET /api/conversations/{conversation_id}/events/search", s.withConversation(notFoundNamed, s.handleSearchEvents))
@@ -377,6 +378,32 @@ func (s *Server) handleRun(w http.ResponseWriter, _ *http.Request, c *conversati
 		writeDetail(w, http.StatusConflict, "Conversation already running. Wait for completion or pause first.")
 		return
 	}
+	writeSuccess(w, err)
+}
+
+// handleUpdate is PATCH /api/conversations/{id} (UpdateConversationRequest:
+// title 1..200 characters, tags): {"success": true}.
+func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request, c *conversation) {
+	var req struct {
+		Title *string           `json:"title"`
+		Tags  map[string]string `json:"tags"`
+	}
+	body, _ := readBody(r)
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeValidationError(w, []any{"body"}, "json_invalid", "JSON decode error", string(body))
+		return
+	}
+	if req.Title != nil && len(*req.Title) < 1 {
+		writeValidationError(w, []any{"body", "title"}, "string_too_short", "String should have at least 1 character", *req.Title)
+		return
+	}
+	if req.Title != nil && len(*req.Title) > 200 {
+		writeValidationError(w, []any{"body", "title"}, "string_too_long", "String should have at most 200 characters", *req.Title)
+		return
+	}
+	s.mu.Lock()
+	_, err := s.updateLocked(c, req.Title, req.Tags)
+	s.mu.Unlock()
 	writeSuccess(w, err)
 }
 

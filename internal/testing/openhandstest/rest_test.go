@@ -415,3 +415,33 @@ func TestWithoutSessionSocket(t *testing.T) {
 	resp.Body.Close()
 	conn.Close()
 }
+
+// PATCH /api/conversations/{id} as update_conversation does on 1.58.2: a
+// title is stored metadata, no event; tags are a state field, so a change
+// is a stored ConversationStateUpdateEvent(key=tags), and the same tags
+// again record nothing.
+func TestUpdateConversation(t *testing.T) {
+	s := Start(t, Config{})
+	conv := newConversation(t, s, ConversationOptions{})
+	api := newAPIClient(t, s, "")
+	patch := func(body map[string]any) int {
+		status, _ := api.do(http.MethodPatch, "/api/conversations/"+conv.ID(), body)
+		return status
+	}
+	require.Equal(t, http.StatusOK, patch(map[string]any{"title": "  renamed "}))
+	assert.Equal(t, "renamed", api.getJSON("/api/conversations/" + conv.ID())["title"])
+	assert.Empty(t, conv.Events(), "a rename records no event")
+
+	require.Equal(t, http.StatusOK, patch(map[string]any{"tags": map[string]any{"team": "infra"}}))
+	require.Equal(t, http.StatusOK, patch(map[string]any{"tags": map[string]any{"team": "infra"}}))
+	evs := conv.Events()
+	require.Len(t, evs, 1, "one state update: the same tags again change nothing")
+	assert.Equal(t, KindConversationStateUpdateEvent, evs[0].Kind())
+	assert.Equal(t, "tags", evs[0]["key"])
+	assert.Equal(t, map[string]any{"team": "infra"}, evs[0]["value"])
+	assert.Equal(t, map[string]any{"team": "infra"}, api.getJSON("/api/conversations/" + conv.ID())["tags"])
+
+	assert.Equal(t, http.StatusUnprocessableEntity, patch(map[string]any{"title": ""}))
+	status, _ := api.do(http.MethodPatch, "/api/conversations/"+NewUUID(), map[string]any{"title": "x"})
+	assert.Equal(t, http.StatusNotFound, status)
+}

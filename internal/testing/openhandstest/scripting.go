@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -41,9 +42,19 @@ type Conversation struct {
 }
 
 // CreateConversation adds a conversation, as if a client had started one.
-// Nothing is published: the real server's start events happen before any
-// client can subscribe.
+// Nothing is published to sockets: the real server's start events happen
+// before any client can subscribe. Each webhook gets the state snapshot
+// its subscription starts with, and the ConversationInfo is posted.
 func (s *Server) CreateConversation(opts ConversationOptions) (*Conversation, error) {
+	return s.createConversation(opts, func(c *conversation) {
+		s.subscribeWebhooksLocked(c)
+		s.postInfoLocked(c, "")
+	})
+}
+
+// createConversation adds a conversation and, under the server's lock,
+// lets started do what its kind of start does.
+func (s *Server) createConversation(opts ConversationOptions, started func(*conversation)) (*Conversation, error) {
 	id := NewUUID()
 	if opts.ID != "" {
 		parsed, ok := parseUUID(opts.ID)
@@ -87,7 +98,7 @@ func (s *Server) CreateConversation(opts ConversationOptions) (*Conversation, er
 	c.webhooks = s.newWebhookSubscribers(c)
 	s.nextCreated++
 	s.conversations[id] = c
-	s.postInfoLocked(c, "")
+	started(c)
 	return &Conversation{s: s, c: c}, nil
 }
 
@@ -247,9 +258,41 @@ func (c *Conversation) Status() string {
 func (c *Conversation) SetTitle(title string) {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
-	c.c.title = title
-	c.c.updatedAt = c.s.cfg.Clock()
-	c.s.postInfoLocked(c.c, "")
+	_, _ = c.s.updateLocked(c.c, &title, nil) // no tags: nothing to fail
+}
+
+// SetTags does what the server's update (PATCH {"tags": …}) does: tags
+// are a state field (1.58.2), so the change is recorded as a stored
+// ConversationStateUpdateEvent(key=tags); then updated_at moves and the
+// ConversationInfo is posted to the webhooks, as for a rename.
+func (c *Conversation) SetTags(tags map[string]string) (Event, error) {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	return c.s.updateLocked(c.c, nil, tags)
+}
+
+// updateLocked is update_conversation: the title (stored metadata, no
+// event) and the tags (a state field: a stored state update when they
+// change), then updated_at and one ConversationInfo POST. It returns the
+// tags' state update, nil when there is none.
+func (s *Server) updateLocked(c *conversation, title *string, tags map[string]string) (Event, error) {
+	if title != nil {
+		c.title = strings.TrimSpace(*title)
+	}
+	var ev Event
+	if tags != nil {
+		value := make(map[string]any, len(tags))
+		for k, v := range tags {
+			value[k] = v
+		}
+		var err error
+		if ev, err = s.setStateLocked(c, "tags", value); err != nil {
+			return nil, err
+		}
+	}
+	c.updatedAt = s.cfg.Clock()
+	s.postInfoLocked(c, "")
+	return ev, nil
 }
 
 // Events returns the persisted log in order (index = seq).

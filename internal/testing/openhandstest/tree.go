@@ -83,7 +83,10 @@ type ForkOptions struct {
 // FromEventID the branch from the root up to and including that event
 // (the SDK's LocalConversation.fork copies path_to_root(from_event_id):
 // the parent_id chain, so no state update and no other branch). Nothing
-// is published.
+// is published to sockets and, unlike a start or a child, no
+// ConversationInfo is posted (fork_conversation notifies no webhook): the
+// webhooks first see the fork in the batch its subscription snapshot
+// starts.
 func (c *Conversation) Fork(opts ForkOptions) (*Conversation, error) {
 	s := c.s
 	s.mu.Lock()
@@ -104,20 +107,19 @@ func (c *Conversation) Fork(opts ForkOptions) (*Conversation, error) {
 	source := c.c.id
 	s.mu.Unlock()
 
-	fork, err := s.CreateConversation(ConversationOptions{ID: opts.ID, Title: opts.Title, State: state})
+	fork, err := s.createConversation(ConversationOptions{ID: opts.ID, Title: opts.Title, State: state}, func(f *conversation) {
+		f.forkedFrom, f.forkedAt = source, opts.FromEventID
+		f.log = log
+		for i, se := range log {
+			f.index[se.event.ID()] = i
+			if se.event.Kind() != KindConversationStateUpdateEvent {
+				f.leafID = se.event.ID()
+			}
+		}
+		s.subscribeWebhooksLocked(f)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("fork: %w", err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f := fork.c
-	f.forkedFrom, f.forkedAt = source, opts.FromEventID
-	f.log = log
-	for i, se := range log {
-		f.index[se.event.ID()] = i
-		if se.event.Kind() != KindConversationStateUpdateEvent {
-			f.leafID = se.event.ID()
-		}
 	}
 	return fork, nil
 }

@@ -205,6 +205,23 @@ func (s *Server) newWebhookSubscribers(c *conversation) []*webhookSubscriber {
 	return subs
 }
 
+// subscribeWebhooksLocked is what EventService.subscribe_to_events sends
+// each webhook subscriber first: the current full_state snapshot. A fork,
+// which the server announces otherwise to no webhook, is first seen in
+// that batch, flush_delay later.
+func (s *Server) subscribeWebhooksLocked(c *conversation) {
+	if len(c.webhooks) == 0 {
+		return
+	}
+	pub, err := s.fullStateLocked(c)
+	if err != nil {
+		return
+	}
+	for _, w := range c.webhooks {
+		w.enqueue(pub.raw)
+	}
+}
+
 // enqueue is WebhookSubscriber.__call__.
 func (w *webhookSubscriber) enqueue(raw []byte) {
 	w.mu.Lock()

@@ -106,20 +106,29 @@ func TestWebhooks(t *testing.T) {
 	assert.Equal(t, "c", posts[0].custom, "the configured headers")
 
 	var ids []string
-	for range 2 {
-		ev, err := conv.Append(MessageEvent("user", "hi"))
-		require.NoError(t, err)
-		ids = append(ids, ev.ID())
+	appendMessages := func(n int) {
+		for range n {
+			ev, err := conv.Append(MessageEvent("user", "hi"))
+			require.NoError(t, err)
+			ids = append(ids, ev.ID())
+		}
 	}
+	appendMessages(1)
 	posts = sink.waitPosts(t, 1)
 	assert.Equal(t, "/hook/events/"+conv.HexID(), posts[1].path)
-	assert.Equal(t, ids, batchIDs(t, posts[1].body), "a full buffer posts at once, in order")
-	assert.Contains(t, string(posts[1].body), `"parent_id"`, "model_dump keeps parent_id")
+	first := batchIDs(t, posts[1].body)
+	require.Len(t, first, 2)
+	assert.Contains(t, string(posts[1].body), `"key":"full_state"`, "the subscription starts with the state snapshot")
+	assert.Equal(t, ids, first[1:], "a full buffer posts at once, in order")
+	appendMessages(2)
+	posts = sink.waitPosts(t, 1)
+	assert.Equal(t, ids[1:], batchIDs(t, posts[2].body))
+	assert.Contains(t, string(posts[2].body), `"parent_id"`, "model_dump keeps parent_id")
 
 	conv.SetTitle("renamed")
 	posts = sink.waitPosts(t, 1)
-	assert.Equal(t, "/hook/conversations", posts[2].path)
-	assert.Contains(t, string(posts[2].body), `"renamed"`)
+	assert.Equal(t, "/hook/conversations", posts[3].path)
+	assert.Contains(t, string(posts[3].body), `"renamed"`)
 
 	t.Run("the tree on ConversationInfo", func(t *testing.T) {
 		sink, base := startHookSink(t) // the child's run posts more than this subtest waits for
@@ -157,8 +166,8 @@ func TestWebhooks(t *testing.T) {
 				got = append(got, batchIDs(t, p.body)...)
 			}
 		}
-		assert.Equal(t, ids[1:], got, "past max_queue_size the oldest is dropped")
-		want := WebhookStats{Batches: 1, Infos: 2, Failed: 2, Dropped: 1}
+		assert.Equal(t, ids[1:], got, "past max_queue_size the oldest (the state snapshot, then the first event) are dropped")
+		want := WebhookStats{Batches: 1, Infos: 2, Failed: 2, Dropped: 2}
 		require.Eventually(t, func() bool { return s.WebhookStats() == want }, waitTimeout, 10*time.Millisecond,
 			"counted once each POST returned")
 	})

@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -29,7 +30,9 @@ const maxOpenToolCalls = 256
 //     stats over the run (see Decorate for when run.finished waits for
 //     them);
 //   - traceparent on every event of a run (internal/aep/runtrace), so that
-//     log records and the aep connector's spans share their ids.
+//     log records and the aep connector's spans share their ids; a child
+//     whose session.started names its parent's run (parent.run) has its
+//     runs in that run's trace, where the connector puts their spans.
 //
 // Fields go into data only when the event carries data (capture above
 // none); cause and traceparent are envelope attributes. The Decorator is
@@ -70,6 +73,9 @@ type DecoratorState struct {
 	// Held is a run.finished (with anything that followed it in its batch)
 	// waiting for the stats of its run's last LLM responses.
 	Held []*aep.Event `json:"held,omitempty"`
+	// Trace is the trace the session's runs are in, as hex: the parent
+	// run's that its session.started names; "" for each run's own.
+	Trace string `json:"trace,omitempty"`
 }
 
 // ToolCall is one tool call awaiting its answer.
@@ -213,8 +219,15 @@ func (d *Decorator) decorate(ts string, fields map[string]any, out []*aep.Event)
 			if d.runEnded(o, at, timed) && hold < 0 {
 				hold = i
 			}
+		case typeSessionStarted:
+			if parent, ok := runtrace.ParentRun(o); ok {
+				d.s.Trace = hex.EncodeToString(parent.TraceID[:])
+			}
 		}
 		if pos, ok := runtrace.Locate(o); ok {
+			if trace, err := hex.DecodeString(d.s.Trace); d.s.Trace != "" && err == nil && len(trace) == len(pos.TraceID) {
+				pos.TraceID = [16]byte(trace)
+			}
 			o.Traceparent = pos.Traceparent()
 		}
 	}

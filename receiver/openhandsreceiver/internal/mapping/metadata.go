@@ -8,9 +8,9 @@ import (
 )
 
 // Metadata maps a change of conversation metadata that no event carries
-// (title, tags: a rename or a tags update changes the stored
-// ConversationInfo without any ConversationStateUpdateEvent, and only the
-// server's webhook shows it) to state.delta of the session, shaped as a
+// (the title: a rename changes the stored ConversationInfo without any
+// ConversationStateUpdateEvent, and only the server's webhook shows it)
+// to state.delta of the session, shaped as a
 // state update's: data.key and the one-op patch. updatedAt is the
 // ConversationInfo's updated_at, kept as data.vendor_ts. The event's id
 // derives from key, value and updatedAt (a rename need not move

@@ -96,7 +96,7 @@ func (c *Conversation) subagentStarted(e *emission, f, obs map[string]any, o ori
 // the parent's open run, if any, and names the started event as its cause.
 func (c *Conversation) SubagentStopped(child, status string, at time.Time) *aep.Event {
 	started, ok := c.s.Children[child]
-	if c.s.Ended || !ok || !childStopped(status) {
+	if c.s.Ended || !ok || !StopsChild(status) {
 		return nil
 	}
 	delete(c.s.Children, child)
@@ -108,7 +108,29 @@ func (c *Conversation) SubagentStopped(child, status string, at time.Time) *aep.
 	return out
 }
 
-func childStopped(status string) bool {
+// Parent is the conversation that started this one (its lineage's
+// ParentSession), "" for a root or when not known.
+func (c *Conversation) Parent() string { return c.cfg.Lineage.ParentSession }
+
+// StartedChild returns the child a delegation.subagent.started this
+// conversation emitted announces, while the conversation waits to see the
+// child stop; false for any other event. It reads the conversation's
+// state, not the event's data, which capture level none leaves out.
+func (c *Conversation) StartedChild(ev *aep.Event) (string, bool) {
+	if ev.Type != typeSubagentStarted {
+		return "", false
+	}
+	for child, started := range c.s.Children {
+		if started == ev.ID {
+			return child, true
+		}
+	}
+	return "", false
+}
+
+// StopsChild reports whether a child conversation in status has stopped,
+// as delegation.subagent.stopped reports it.
+func StopsChild(status string) bool {
 	switch status {
 	case StatusFinished, StatusError, StatusStuck, StatusDeleting:
 		return true
