@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
@@ -35,6 +36,10 @@ type telemetry struct {
 	webhookRequests metric.Int64Counter
 	// frameBytesInFlight is what the frame budget has lent out.
 	frameBytesInFlight atomic.Int64
+	// obsrecv reports the collector's standard receiver metrics
+	// (otelcol_receiver_accepted/refused_log_records) for what the
+	// emitter hands to the pipeline.
+	obsrecv *receiverhelper.ObsReport
 }
 
 // eventCounts counts events by the value of one attribute with an atomic
