@@ -43,6 +43,13 @@ const (
 	relayToken = "demo-relay-token"
 )
 
+var (
+	extraConfig = flag.String("extra-config", "", "a further collector configuration merged over -config (the cockpit test adds its telemetry endpoints)")
+	hold        = flag.Bool("hold", false, "after the scenario succeeded, keep the collector running until SIGINT or SIGTERM (the cockpit test scrapes it then)")
+	// released closes on SIGINT or SIGTERM; a held collector stops then.
+	released <-chan struct{}
+)
+
 func main() {
 	collector := flag.String("collector", "bin/otelcol-openhands", "the built collector binary")
 	config := flag.String("config", "testdata/demo-config.yaml", "the collector configuration")
@@ -52,6 +59,7 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	released = ctx.Done()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	play := run
@@ -319,6 +327,8 @@ func say(format string, args ...any) {
 type collectorProcess struct {
 	*childproc.Process
 	logPath string
+	// prometheus is the prometheus exporter's host:port, "" without one.
+	prometheus string
 }
 
 // startCollector runs the collector with the fixtures' addresses, and
@@ -332,7 +342,11 @@ func startCollector(bin, config, agentServer, relay, traces, prometheus string, 
 		return nil, fmt.Errorf("collector log file: %w", err)
 	}
 	defer log.Close() // the child has its own descriptor
-	cmd := exec.Command(bin, "--config", config)
+	args := []string{"--config", config}
+	if *extraConfig != "" {
+		args = append(args, "--config", *extraConfig)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(),
 		"DEMO_AGENT_SERVER="+agentServer, "DEMO_SESSION_API_KEY="+sessionKey,
 		"DEMO_RELAY="+relay, "DEMO_RELAY_TOKEN="+relayToken,
@@ -343,7 +357,7 @@ func startCollector(bin, config, agentServer, relay, traces, prometheus string, 
 	if err != nil {
 		return nil, fmt.Errorf("start collector: %w", err)
 	}
-	return &collectorProcess{Process: p, logPath: log.Name()}, nil
+	return &collectorProcess{Process: p, logPath: log.Name(), prometheus: prometheus}, nil
 }
 
 // showLog prints the collector's log, trimmed, after a failure.
@@ -383,6 +397,10 @@ func prefixLines(w io.Writer, r io.Reader) {
 func (p *collectorProcess) finish(err *error) {
 	if *err != nil {
 		p.showLog()
+	}
+	if *err == nil && *hold {
+		say("holding the collector (prometheus exporter at %q) until SIGINT or SIGTERM", p.prometheus)
+		<-released
 	}
 	p.Stop(15 * time.Second)
 }
