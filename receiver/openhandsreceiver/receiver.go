@@ -348,6 +348,9 @@ type serverAspect struct {
 // one with conversations waiting for a socket, a recoverable error; else
 // OK. Only changes are reported.
 func (r *openhandsReceiver) reportHealth(server string, aspect healthAspect, err error) {
+	if aspect == healthSearch {
+		r.tel.searched(server, err == nil)
+	}
 	r.healthMu.Lock()
 	defer r.healthMu.Unlock()
 	r.health[serverAspect{server, aspect}] = err

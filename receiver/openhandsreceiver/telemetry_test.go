@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/telemetrydecl/telemetrydecltest"
+	oh "github.com/otelcol-openhands/otelcol-openhands/internal/testing/openhandstest"
 )
 
 func TestREADMEListsEveryMetric(t *testing.T) {
@@ -95,4 +96,24 @@ func TestHandOffReportsReceiverMetrics(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestServerUpFollowsSearch: otelcol_openhands_server_up is 1 while the
+// server's search answers and 0 while it fails.
+func TestServerUpFollowsSearch(t *testing.T) {
+	stub := startStub(t)
+	cfg := fastConfig(socketSession, stub)
+	cfg.Servers[0].Name = "lab"
+	h := startHarness(t, cfg)
+	up := func(want int64) func() bool {
+		return func() bool {
+			_, err := h.tel.GetMetric("otelcol_openhands_server_up")
+			return err == nil && h.metric("otelcol_openhands_server_up", "server", "lab") == want
+		}
+	}
+	require.Eventually(t, up(1), waitFor, tick, "search answers")
+	stub.SetConversationSearchFault(oh.SearchServerError)
+	require.Eventually(t, up(0), waitFor, tick, "search fails")
+	stub.SetConversationSearchFault(oh.SearchOK)
+	require.Eventually(t, up(1), waitFor, tick, "search answers again")
 }
