@@ -227,6 +227,8 @@ func Collector() Dashboard {
 	}
 	var b board
 	b.row("Agent servers (openhands receiver)")
+	b.add(8, 8, chart("Agent servers reached", unitCount, "Servers whose last conversation search answered (1) or failed (0).",
+		query(fmt.Sprintf("max by (instance, server) (otelcol_openhands_server_up{%s})", server), "{{server}} {{instance}}")))
 	b.add(8, 8, chart("Conversations attached", unitCount, "Conversations with an attached socket.",
 		query(fmt.Sprintf("sum by (instance) (otelcol_openhands_conversations_attached{%s})", sel), "{{instance}}")))
 	b.add(8, 8, chart("Conversations waiting for a socket", unitCount, "Listed conversations beyond max_conversations, per server.",
@@ -283,6 +285,6 @@ func Collector() Dashboard {
 		[]Variable{
 			datasourceVariable("datasource", "Metrics", "prometheus"),
 			labelVariable("instance", "Collector", "otelcol_process_uptime", "instance"),
-			labelVariable("server", "Agent server", "otelcol_openhands_conversations_overflow", "server"),
+			labelVariable("server", "Agent server", "otelcol_openhands_server_up", "server"),
 		}, b.numbered())
 }

@@ -88,6 +88,7 @@ const (
 	AgentSpendSlowBurn      = "AEPAgentSpendSlowBurn"
 	ToolFailureRatioHigh    = "AEPToolFailureRatioHigh"
 	RunFailureRatioHigh     = "AEPRunFailureRatioHigh"
+	ServerUnreachable       = "OpenHandsServerUnreachable"
 	ConversationsWaiting    = "OpenHandsConversationsWaitingForSocket"
 	SocketsStalling         = "OpenHandsSocketsStalling"
 	WebhookUnauthorized     = "OpenHandsWebhookUnauthorized"
@@ -160,6 +161,10 @@ func Alerts(p Params) RuleGroup {
 			fmt.Sprintf("%s > %s\nand\n%s >= %d", runFailureRatio, num(p.FailureRatio), runsEnded, p.MinCompleted),
 			"{{ $value | humanizePercentage }} of the runs of "+agentWho+" failed over the last "+p.FailureWindow,
 			"Runs end in failure: the model endpoint, its credentials or the agent's sandbox."),
+		alert(p, ServerUnreachable, severityCritical, p.For,
+			`max by (instance, server) (otelcol_openhands_server_up) == 0`,
+			"Agent server {{ $labels.server }} does not answer the conversation search of "+collectorWho,
+			"The server is down, unreachable, or refuses the session key: its conversations are not observed."),
 		alert(p, ConversationsWaiting, severityWarning, p.For,
 			`max by (instance, server) (otelcol_openhands_conversations_overflow) > 0`,
 			"{{ $value }} conversation(s) of agent server {{ $labels.server }} wait for a socket on "+collectorWho,

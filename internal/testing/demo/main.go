@@ -12,7 +12,11 @@
 // session's log on disk (the aepfile exporter), checked as a valid AEP
 // stream. The collector's own log goes to a file the demo names, and is
 // shown when something fails. It stops by itself and exits non-zero if the
-// relay saw a protocol violation or the scenario stalled.
+// relay saw a protocol violation or the scenario stalled. With -hold it
+// keeps the collector running after a scenario that succeeded, until
+// SIGINT or SIGTERM, and -extra-config merges a further configuration over
+// -config: internal/testing/cockpitcheck serves the collector's telemetry
+// that way and scrapes it.
 package main
 
 import (
