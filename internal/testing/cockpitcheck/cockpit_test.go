@@ -138,16 +138,26 @@ func runDemo(t *testing.T, demo, collector, scenario, config string, seen expose
 	cmd.Env = append(os.Environ(), "COCKPIT_TELEMETRY_PORT="+port)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	var output strings.Builder
-	cmd.Stderr = &output
+	logPath := filepath.Join(t.TempDir(), "demo-"+scenario+".log")
+	log, err := os.Create(logPath)
+	require.NoError(t, err)
+	defer log.Close()
+	cmd.Stderr = log
 	p, err := childproc.Start(cmd, childproc.InGroup(), childproc.DieWithParent())
 	require.NoError(t, err)
 	defer p.Stop(30 * time.Second)
+	output := func() string {
+		out, _ := os.ReadFile(logPath)
+		return string(out)
+	}
 
+	// The demo's output goes to the log; its holding line names the
+	// prometheus exporter.
 	exporter := make(chan string, 1)
 	go func() {
 		lines := bufio.NewScanner(stdout)
 		for lines.Scan() {
+			fmt.Fprintln(log, lines.Text())
 			if m := holding.FindStringSubmatch(lines.Text()); m != nil {
 				exporter <- m[1]
 			}
@@ -156,13 +166,13 @@ func runDemo(t *testing.T, demo, collector, scenario, config string, seen expose
 	}()
 	select {
 	case addr, ok := <-exporter:
-		require.True(t, ok, "demo %s ended before holding its collector: %v\n%s", scenario, p.ExitErr(), output.String())
+		require.True(t, ok, "demo %s ended before holding its collector: %v\n%s", scenario, p.ExitErr(), output())
 		require.NoError(t, seen.scrape("http://"+telemetry+"/metrics"), "demo %s", scenario)
 		if addr != "" {
 			require.NoError(t, seen.scrape("http://"+addr+"/metrics"), "demo %s", scenario)
 		}
 	case <-time.After(waitLimit):
-		t.Fatalf("demo %s did not finish within %s:\n%s", scenario, waitLimit, output.String())
+		t.Fatalf("demo %s did not finish within %s:\n%s", scenario, waitLimit, output())
 	}
 }
 
@@ -237,7 +247,7 @@ scrape_configs:
 			return slices.ContainsFunc(r.Events(), func(rec aeprelaytest.Record) bool {
 				return rec.Event.Session == conv.ID() && rec.Event.Type == typ
 			})
-		}), "waiting for %s of %s on the relay (collector log %s)", typ, conv.ID(), collector)
+		}), "waiting for %s of %s on the relay; the collector's log ends:\n%s", typ, conv.ID(), tail(collector))
 	}
 
 	// An approval left waiting.
@@ -294,13 +304,13 @@ scrape_configs:
 	require.NoError(t, waitUntil(ctx, func() bool {
 		probe := exposed{}
 		return probe.scrape("http://"+telemetry+"/metrics") == nil && probe["otelcol_openhands_socket_stalls"] != nil
-	}), "no socket stall counted (collector log %s)", collector)
+	}), "no socket stall counted; the collector's log ends:\n%s", tail(collector))
 	require.NoError(t, seen.scrape("http://"+telemetry+"/metrics"))
 	require.NoError(t, seen.scrape("http://"+exporter+"/metrics"))
 }
 
 // start runs a child with its output in a log file under dir and stops it
-// when the test ends; it returns the log's path for failure messages.
+// when the test ends; it returns the log's path (see tail).
 func start(t *testing.T, dir, name string, cmd *exec.Cmd, env ...string) string {
 	t.Helper()
 	log, err := os.Create(filepath.Join(dir, name+".log"))
@@ -312,6 +322,14 @@ func start(t *testing.T, dir, name string, cmd *exec.Cmd, env ...string) string 
 	require.NoError(t, err)
 	t.Cleanup(func() { p.Stop(30 * time.Second) })
 	return log.Name()
+}
+
+// tail is the end of a child's log, for a failure message (the log
+// itself goes with the test's temporary directory).
+func tail(path string) string {
+	out, _ := os.ReadFile(path)
+	lines := strings.Split(string(out), "\n")
+	return strings.Join(lines[max(0, len(lines)-40):], "\n")
 }
 
 func waitUntil(ctx context.Context, cond func() bool) error {
