@@ -262,8 +262,9 @@ func Collector() Dashboard {
 		query(rate(fmt.Sprintf("otelcol_exporter_send_failed_log_records{%s}", sel), "exporter"), "failed {{exporter}}")))
 
 	b.row("Session logs (aepfile exporter)")
-	b.add(12, 8, chart("Events written", unitRate, "Events appended to the session logs.",
-		query(rate(fmt.Sprintf("otelcol_aepfile_events_written{%s}", sel), "instance"), "{{instance}}")))
+	b.add(12, 8, chart("Events written and write errors", unitRate, "Events appended to the session logs, and failed file operations.",
+		query(rate(fmt.Sprintf("otelcol_aepfile_events_written{%s}", sel), "instance"), "written {{instance}}"),
+		query(rate(fmt.Sprintf("otelcol_aepfile_write_errors{%s}", sel), "instance"), "errors {{instance}}")))
 	b.add(12, 8, chart("Open session logs", unitCount, "Session logs held open.",
 		query(fmt.Sprintf("sum by (instance) (otelcol_aepfile_open_files{%s})", sel), "{{instance}}")))
 

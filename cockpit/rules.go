@@ -100,6 +100,7 @@ const (
 	ControlSessionConflict  = "OpenHandsControlSessionConflict"
 	ReceiverRefusingData    = "OTelColReceiverRefusingData"
 	ExporterSendFailing     = "OTelColExporterSendFailing"
+	SessionLogWriteErrors   = "AEPFileWriteErrors"
 	ConnectorSeriesDropped  = "AEPConnectorSeriesDropped"
 	severityWarning         = "warning"
 	severityCritical        = "critical"
@@ -210,6 +211,10 @@ func Alerts(p Params) RuleGroup {
 			increase("instance, exporter", "otelcol_exporter_send_failed_log_records", "0"),
 			"Exporter {{ $labels.exporter }} of "+collectorWho+" dropped {{ $value | humanize }} log records it could not send",
 			"An exporter gave up on records after its retries: data is lost."),
+		alert(p, SessionLogWriteErrors, severityWarning, p.For,
+			increase("instance", "otelcol_aepfile_write_errors", "0"),
+			"The aepfile exporter of "+collectorWho+" failed {{ $value | humanize }} file operations on the session logs",
+			"Session logs cannot be written: a full or read-only disk, permissions, too many open files."),
 		alert(p, ConnectorSeriesDropped, severityWarning, p.For,
 			increase("instance", "otelcol_aep_connector_series_dropped", "0"),
 			"The aep connector of "+collectorWho+" dropped {{ $value | humanize }} metric points at max_series",

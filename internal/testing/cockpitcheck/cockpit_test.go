@@ -190,9 +190,10 @@ func fastParams() cockpit.Params {
 // and scripts what the operator should be told about: an approval left
 // waiting, then the relay going down. Beside them it provokes what only
 // faults expose (webhook POSTs with a wrong key, refused relay
-// credentials and dropped records, events the relay refuses, a connector
-// at max_series, a stalled socket, a command for a session two
-// conversations claim), and scrapes everything at the end.
+// credentials and dropped records, events the relay refuses, session logs
+// that cannot be written, a connector at max_series, a stalled socket, a
+// command for a session two conversations claim), and scrapes everything
+// at the end.
 func runFaults(t *testing.T, collectorBin, prometheusBin string, seen exposed) {
 	t.Helper()
 	dir := t.TempDir()
@@ -217,11 +218,16 @@ func runFaults(t *testing.T, collectorBin, prometheusBin string, seen exposed) {
 	require.NoError(t, err)
 	t.Cleanup(agents.Close)
 
+	// The session logs' agent directory is a file: every write fails.
+	sessionLogs := filepath.Join(dir, "sessions")
+	require.NoError(t, os.MkdirAll(sessionLogs, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(sessionLogs, "openhands"), nil, 0o600))
+
 	_, telemetryPort, _ := net.SplitHostPort(telemetry)
 	collector := start(t, dir, "collector", exec.Command(collectorBin, "--config", "testdata/faults-config.yaml"),
 		"COCKPIT_AGENT_SERVER="+agents.URL(), "COCKPIT_SESSION_API_KEY="+sessionKey, "COCKPIT_WEBHOOK="+webhook,
 		"COCKPIT_RELAY="+relay.URL(), "COCKPIT_RELAY_TOKEN="+relayToken, "COCKPIT_PROMETHEUS="+exporter,
-		"COCKPIT_TELEMETRY_PORT="+telemetryPort)
+		"COCKPIT_TELEMETRY_PORT="+telemetryPort, "COCKPIT_SESSION_LOGS="+sessionLogs)
 
 	require.NoError(t, cockpit.Write(dir, fastParams()))
 	config := fmt.Sprintf(`global:
