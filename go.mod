@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674
+	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	github.com/open-telemetry/opentelemetry-collector-contrib/exporter/kafkaexporter v0.165.1
 	github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusexporter v0.165.1
 	github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension v0.165.1

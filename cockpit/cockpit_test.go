@@ -2,6 +2,7 @@ package cockpit
 
 import (
 	"bytes"
+	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/cog/plugins"
+	grafana "github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -323,4 +327,24 @@ func TestPromtoolTestRules(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, out.Bytes(), 0o600))
 	res, err := exec.Command(bin, "test", "rules", path).CombinedOutput()
 	require.NoError(t, err, "%s", res)
+}
+
+// TestDashboardsFollowGrafanasSchema: each dashboard decodes strictly
+// (no unknown field, no wrong type, every required field) into the
+// dashboard model of Grafana's foundation SDK, generated from Grafana's
+// own schemas, with every panel plugin's options and queries.
+func TestDashboardsFollowGrafanasSchema(t *testing.T) {
+	plugins.RegisterDefaultPlugins()
+	files, err := Files(DefaultParams())
+	require.NoError(t, err)
+	for _, path := range []string{AgentsDashboardPath, CollectorDashboardPath} {
+		var d grafana.Dashboard
+		err := d.UnmarshalJSONStrict(files[path])
+		// The SDK returns its error list typed even when it is empty.
+		var errs cog.BuildErrors
+		if errors.As(err, &errs) && len(errs) == 0 {
+			err = nil
+		}
+		assert.NoError(t, err, path)
+	}
 }

@@ -34,7 +34,7 @@ type board struct {
 func (b *board) row(title string) {
 	b.wrap()
 	collapsed := false
-	b.panels = append(b.panels, Panel{Type: "row", Title: title, GridPos: GridPos{H: 1, W: 24, Y: b.y}, Collapsed: &collapsed})
+	b.panels = append(b.panels, Panel{Type: "row", Title: title, GridPos: GridPos{H: 1, W: 24, Y: b.y}, Collapsed: &collapsed, Panels: &[]Panel{}})
 	b.y++
 }
 
@@ -76,7 +76,7 @@ func chart(title, unit, description string, targets ...Target) Panel {
 		Type: "timeseries", Title: title, Description: description, Datasource: prometheusDS, Targets: targets,
 		FieldConfig: &FieldConfig{Defaults: FieldDefaults{Unit: unit}, Overrides: []FieldOverride{}},
 		Options: map[string]any{
-			"legend":  map[string]any{"displayMode": "table", "placement": "bottom", "calcs": []string{"lastNotNull", "max"}},
+			"legend":  map[string]any{"showLegend": true, "displayMode": "table", "placement": "bottom", "calcs": []string{"lastNotNull", "max"}},
 			"tooltip": map[string]any{"mode": "multi", "sort": "desc"},
 		},
 	}
@@ -94,8 +94,10 @@ func quantiles(title, description, buckets, by, legend string) Panel {
 	return chart(title, unitSeconds, description, targets...)
 }
 
+// datasourceVariable picks a data source of the plugin; empty, Grafana
+// opens the dashboard on the default one.
 func datasourceVariable(name, label, plugin string) Variable {
-	return Variable{Name: name, Label: label, Type: "datasource", Query: plugin, Refresh: 1}
+	return Variable{Name: name, Label: label, Type: "datasource", Query: plugin, Refresh: 1, Current: Current{Text: "", Value: ""}}
 }
 
 // labelVariable offers the values of label on metric, several at once,
@@ -106,6 +108,7 @@ func labelVariable(name, label, metric, labelName string) Variable {
 		Name: name, Label: label, Type: "query", Datasource: prometheusDS,
 		Query:      map[string]any{"query": definition, "refId": "PrometheusVariableQueryEditor-VariableQuery"},
 		Definition: definition, Refresh: 2, IncludeAll: true, AllValue: ".*", Multi: true, Sort: 1,
+		Current: Current{Text: []string{"All"}, Value: []string{"$__all"}},
 	}
 }
 
@@ -114,8 +117,9 @@ func dashboard(uid, title, description string, variables []Variable, panels []Pa
 		UID: uid, Title: title, Description: description, Tags: []string{"otelcol-openhands", "aep"},
 		Editable: true, GraphTooltip: 1, Refresh: "30s", SchemaVersion: 39,
 		Time: TimeRange{From: "now-6h", To: "now"}, Timezone: "browser",
-		Templating: Templating{List: variables},
-		Links: []Link{{Title: "otelcol-openhands", Type: "dashboards", Tags: []string{"otelcol-openhands"},
+		Templating:  Templating{List: variables},
+		Annotations: Annotations{List: []any{}},
+		Links: []Link{{Title: "otelcol-openhands", Type: "dashboards", Icon: "external link", Tags: []string{"otelcol-openhands"},
 			AsDropdown: true, IncludeVars: true, KeepTime: true}},
 		Panels:  panels,
 		Version: 1,
@@ -202,7 +206,7 @@ func topSessionsByCost() Panel {
 		Type: "table", Title: "Top sessions by cost",
 		Description: "Runs of the selected agents from the traces backend with their session and cost; sort by aep.cost.total. A session.id opens its traces.",
 		Datasource:  tracesDS,
-		Targets:     []Target{{RefID: "A", Datasource: tracesDS, QueryType: "traceql", Query: traceQL, TableType: "spans", Limit: 100}},
+		Targets:     []Target{{RefID: "A", Datasource: tracesDS, QueryType: "traceql", Query: traceQL, TableType: "spans", Limit: 100, Filters: &[]any{}}},
 		FieldConfig: &FieldConfig{
 			Defaults: FieldDefaults{},
 			Overrides: []FieldOverride{{
@@ -213,7 +217,7 @@ func topSessionsByCost() Panel {
 				}}}},
 			}},
 		},
-		Options: map[string]any{"sortBy": []map[string]any{{"displayName": "aep.cost.total", "desc": true}}},
+		Options: map[string]any{"showHeader": true, "frameIndex": 0, "sortBy": []map[string]any{{"displayName": "aep.cost.total", "desc": true}}},
 	}
 }
 

@@ -5,25 +5,32 @@ package cockpit
 // with every datasource a variable so that no instance's UID is baked in.
 
 type Dashboard struct {
-	UID           string     `json:"uid"`
-	Title         string     `json:"title"`
-	Description   string     `json:"description"`
-	Tags          []string   `json:"tags"`
-	Editable      bool       `json:"editable"`
-	GraphTooltip  int        `json:"graphTooltip"`
-	Refresh       string     `json:"refresh"`
-	SchemaVersion int        `json:"schemaVersion"`
-	Time          TimeRange  `json:"time"`
-	Timezone      string     `json:"timezone"`
-	Templating    Templating `json:"templating"`
-	Links         []Link     `json:"links"`
-	Panels        []Panel    `json:"panels"`
-	Version       int        `json:"version"`
+	UID           string      `json:"uid"`
+	Title         string      `json:"title"`
+	Description   string      `json:"description"`
+	Tags          []string    `json:"tags"`
+	Editable      bool        `json:"editable"`
+	GraphTooltip  int         `json:"graphTooltip"`
+	Refresh       string      `json:"refresh"`
+	SchemaVersion int         `json:"schemaVersion"`
+	Time          TimeRange   `json:"time"`
+	Timezone      string      `json:"timezone"`
+	Templating    Templating  `json:"templating"`
+	Annotations   Annotations `json:"annotations"`
+	Links         []Link      `json:"links"`
+	Panels        []Panel     `json:"panels"`
+	Version       int         `json:"version"`
 }
 
 type TimeRange struct {
 	From string `json:"from"`
 	To   string `json:"to"`
+}
+
+// Annotations are the dashboard's annotation queries; the cockpit has
+// none of its own.
+type Annotations struct {
+	List []any `json:"list"`
 }
 
 type Templating struct {
@@ -46,7 +53,13 @@ type Variable struct {
 	Multi      bool        `json:"multi"`
 	Sort       int         `json:"sort,omitempty"`
 	Hide       int         `json:"hide"`
-	Current    struct{}    `json:"current"`
+	Current    Current     `json:"current"`
+}
+
+// Current is a variable's selection when the dashboard opens.
+type Current struct {
+	Text  any `json:"text"`
+	Value any `json:"value"`
 }
 
 type Datasource struct {
@@ -56,13 +69,15 @@ type Datasource struct {
 
 type Link struct {
 	Title       string   `json:"title"`
-	Type        string   `json:"type,omitempty"`
+	Type        string   `json:"type"`
+	Icon        string   `json:"icon"`
+	Tooltip     string   `json:"tooltip"`
 	URL         string   `json:"url"`
-	Tags        []string `json:"tags,omitempty"`
-	AsDropdown  bool     `json:"asDropdown,omitempty"`
-	IncludeVars bool     `json:"includeVars,omitempty"`
-	KeepTime    bool     `json:"keepTime,omitempty"`
-	TargetBlank bool     `json:"targetBlank,omitempty"`
+	Tags        []string `json:"tags"`
+	AsDropdown  bool     `json:"asDropdown"`
+	IncludeVars bool     `json:"includeVars"`
+	KeepTime    bool     `json:"keepTime"`
+	TargetBlank bool     `json:"targetBlank"`
 }
 
 type GridPos struct {
@@ -83,7 +98,8 @@ type Panel struct {
 	FieldConfig *FieldConfig   `json:"fieldConfig,omitempty"`
 	Options     map[string]any `json:"options,omitempty"`
 	Collapsed   *bool          `json:"collapsed,omitempty"`
-	Panels      []Panel        `json:"panels,omitempty"`
+	// Panels are a collapsed row's; a row has the list, empty when open.
+	Panels *[]Panel `json:"panels,omitempty"`
 }
 
 // Target is one query: PromQL (Expr) or TraceQL (Query, QueryType
@@ -100,6 +116,7 @@ type Target struct {
 	Query        string      `json:"query,omitempty"`
 	TableType    string      `json:"tableType,omitempty"`
 	Limit        int         `json:"limit,omitempty"`
+	Filters      *[]any      `json:"filters,omitempty"`
 }
 
 type FieldConfig struct {
