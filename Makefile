@@ -4,6 +4,11 @@ OCB_VERSION := v0.165.0
 TOOLS_DIR   := $(CURDIR)/.tools
 OCB         := $(TOOLS_DIR)/builder
 STATICCHECK := $(TOOLS_DIR)/staticcheck
+# Prometheus' own promtool and server: the cockpit's rules are checked,
+# unit-tested and run against the demo collector with them.
+PROMETHEUS_VERSION := v0.316.0
+PROMTOOL    := $(TOOLS_DIR)/promtool
+PROMETHEUS  := $(TOOLS_DIR)/prometheus
 DIST_DIR    := $(CURDIR)/build/otelcol-openhands
 BIN         := $(CURDIR)/bin/otelcol-openhands
 GOTEST      := $(GO) test -race -count=1
@@ -14,7 +19,7 @@ OH_SERVER_VERSION := 1.58.2
 OH_VENV     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/otelcol-openhands/venv-$(OH_SERVER_VERSION)
 LIVE_TEST   := OH_PYTHON=$(OH_VENV)/bin/python OTELCOL_BIN=$(BIN) $(GOTEST) -tags live -timeout 15m -run '^TestLive(Control|Tree|Webhook)?$$' -v ./internal/testing/livetest/
 
-.PHONY: all build test unit-test lint bench bench-e2e demo demo-control demo-fleet clean venv live-test record
+.PHONY: all build test unit-test lint bench bench-e2e demo demo-control demo-fleet clean venv live-test record cockpit tools
 
 all: lint test
 
@@ -27,10 +32,21 @@ build: $(OCB)
 	$(OCB) --config=builder-config.yaml --skip-compilation
 	cd $(DIST_DIR) && $(GO) build -trimpath -o $(BIN) .
 
+$(PROMTOOL) $(PROMETHEUS) &:
+	GOBIN=$(TOOLS_DIR) $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION) github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS_VERSION)
+
+tools: $(OCB) $(STATICCHECK) $(PROMTOOL) $(PROMETHEUS)
+
+# cockpit regenerates the dashboards and rules in cockpit/ from its Go
+# sources (a test fails while the committed files differ).
+cockpit:
+	$(GO) generate ./cockpit
+
 # unit-test needs the built distribution: internal/testing/crashtest runs it as a
-# child process and kills it with SIGKILL (it fails, never skips, without it).
-unit-test: build
-	OTELCOL_OPENHANDS_BIN=$(BIN) $(GOTEST) ./...
+# child process and kills it with SIGKILL (it fails, never skips, without it);
+# the cockpit's tests need promtool and prometheus.
+unit-test: build $(PROMTOOL) $(PROMETHEUS)
+	OTELCOL_OPENHANDS_BIN=$(BIN) PROMTOOL=$(PROMTOOL) PROMETHEUS=$(PROMETHEUS) $(GOTEST) ./...
 
 # test builds the distribution, then runs every unit, scenario, end-to-end
 # and crash test with the race detector.

@@ -81,25 +81,32 @@ func (e *sessionEmitter) project(events []*aep.Event, assign bool) plog.Logs {
 	return logs
 }
 
-// consume retries refusals the pipeline calls temporary (a memory limiter
-// under pressure) so that backpressure slows this conversation down rather
-// than dropping its events; a permanent refusal is logged and dropped.
+// consume is the one hand-off to the pipeline. It retries refusals the
+// pipeline calls temporary (a memory limiter under pressure) so that
+// backpressure slows this conversation down rather than dropping its
+// events; a permanent refusal is logged and dropped. The hand-off is
+// reported once, as the collector's receiver metrics: accepted, or
+// refused when the pipeline refused it for good or the wait was cancelled.
 func (e *sessionEmitter) consume(ctx context.Context, logs plog.Logs) error {
+	n := logs.LogRecordCount() // before the pipeline owns logs
+	opCtx := e.tel.obsrecv.StartLogsOp(ctx)
+	var refusal error
+	defer func() { e.tel.obsrecv.EndLogsOp(opCtx, "aep", n, refusal) }()
 	for attempt := 0; ; attempt++ {
-		err := e.next.ConsumeLogs(ctx, logs)
-		if err == nil {
+		refusal = e.next.ConsumeLogs(opCtx, logs)
+		if refusal == nil {
 			return nil
 		}
-		if consumererror.IsPermanent(err) {
+		if consumererror.IsPermanent(refusal) {
 			e.logger.Error("the pipeline permanently refused AEP log records; they are dropped",
-				zap.Int("records", logs.LogRecordCount()), zap.Error(err))
+				zap.Int("records", n), zap.Error(refusal))
 			return nil
 		}
 		if attempt == 0 {
-			e.logger.Warn("the pipeline refused AEP log records; retrying", zap.Error(err))
+			e.logger.Warn("the pipeline refused AEP log records; retrying", zap.Error(refusal))
 		}
 		if err := e.retry.Sleep(ctx, attempt); err != nil {
-			return fmt.Errorf("emit %d AEP log records: %w", logs.LogRecordCount(), err)
+			return fmt.Errorf("emit %d AEP log records: %w", n, err)
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"go.uber.org/zap"
 
 	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
@@ -68,6 +69,13 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*openh
 	tel, err := newTelemetry(set.TelemetrySettings)
 	if err != nil {
 		return nil, fmt.Errorf("create openhands receiver telemetry: %w", err)
+	}
+	// Every event arrives over HTTP: the REST API, the WebSocket upgrade
+	// or a webhook POST.
+	if tel.obsrecv, err = receiverhelper.NewObsReport(receiverhelper.ObsReportSettings{
+		ReceiverID: set.ID, Transport: "http", ReceiverCreateSettings: set,
+	}); err != nil {
+		return nil, fmt.Errorf("create openhands receiver obsreport: %w", err)
 	}
 	redactor, err := newRedactor(cfg)
 	if err != nil {
@@ -341,6 +349,9 @@ type serverAspect struct {
 // one with conversations waiting for a socket, a recoverable error; else
 // OK. Only changes are reported.
 func (r *openhandsReceiver) reportHealth(server string, aspect healthAspect, err error) {
+	if aspect == healthSearch {
+		r.tel.searched(server, err == nil)
+	}
 	r.healthMu.Lock()
 	defer r.healthMu.Unlock()
 	r.health[serverAspect{server, aspect}] = err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
@@ -35,6 +36,14 @@ type telemetry struct {
 	webhookRequests metric.Int64Counter
 	// frameBytesInFlight is what the frame budget has lent out.
 	frameBytesInFlight atomic.Int64
+	// serversUp is each server's last search outcome
+	// (otelcol_openhands_server_up): 1 answered, 0 failed.
+	serversMu sync.Mutex
+	serversUp map[string]int64
+	// obsrecv reports the collector's standard receiver metrics
+	// (otelcol_receiver_accepted/refused_log_records) for what the
+	// emitter hands to the pipeline.
+	obsrecv *receiverhelper.ObsReport
 }
 
 // eventCounts counts events by the value of one attribute with an atomic
@@ -94,7 +103,7 @@ func (c *eventCounts) observe(_ context.Context, o metric.Int64Observer) error {
 
 func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	b := telemetrydecl.New(set.MeterProvider.Meter(scopeName))
-	t := telemetry{vendorEvents: eventCounts{key: "kind"}, aepEvents: eventCounts{key: "type"}}
+	t := telemetry{vendorEvents: eventCounts{key: "kind"}, aepEvents: eventCounts{key: "type"}, serversUp: make(map[string]int64)}
 	t.attached = b.Int64UpDownCounter("otelcol_openhands_conversations_attached",
 		"Conversations with an attached WebSocket.", "{conversation}")
 	b.Int64ObservableCounter("otelcol_openhands_vendor_events",
@@ -137,10 +146,33 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	t.skippedItems = b.Int64Counter("otelcol_openhands_search_items_skipped",
 		"Conversation search items skipped, by server and reason: malformed (not a ConversationInfo) or id (not a conversation id of the server's form).",
 		"{item}")
+	b.Int64ObservableGauge("otelcol_openhands_server_up",
+		"Whether the server's last conversation search answered (1) or failed, unreachable or refusing the key (0), by server.",
+		"1", t.observeServersUp)
 	t.webhookRequests = b.Int64Counter("otelcol_openhands_webhook_requests",
 		"POSTs to the webhook sink, by server (\"\" when no server's key matched) and outcome: accepted, unauthorized, malformed, too_large, not_found.",
 		"{request}")
 	return &t, b.Err()
+}
+
+// searched records the outcome of a server's conversation search.
+func (t *telemetry) searched(server string, answered bool) {
+	up := int64(0)
+	if answered {
+		up = 1
+	}
+	t.serversMu.Lock()
+	t.serversUp[server] = up
+	t.serversMu.Unlock()
+}
+
+func (t *telemetry) observeServersUp(_ context.Context, o metric.Int64Observer) error {
+	t.serversMu.Lock()
+	defer t.serversMu.Unlock()
+	for server, up := range t.serversUp {
+		o.Observe(up, metric.WithAttributes(attribute.String("server", server)))
+	}
+	return nil
 }
 
 func (t *telemetry) webhookRequest(ctx context.Context, server, outcome string) {

@@ -12,7 +12,11 @@
 // session's log on disk (the aepfile exporter), checked as a valid AEP
 // stream. The collector's own log goes to a file the demo names, and is
 // shown when something fails. It stops by itself and exits non-zero if the
-// relay saw a protocol violation or the scenario stalled.
+// relay saw a protocol violation or the scenario stalled. With -hold it
+// keeps the collector running after a scenario that succeeded, until
+// SIGINT or SIGTERM, and -extra-config merges a further configuration over
+// -config: internal/testing/cockpitcheck serves the collector's telemetry
+// that way and scrapes it.
 package main
 
 import (
@@ -43,6 +47,13 @@ const (
 	relayToken = "demo-relay-token"
 )
 
+var (
+	extraConfig = flag.String("extra-config", "", "a further collector configuration merged over -config (the cockpit test adds its telemetry endpoints)")
+	hold        = flag.Bool("hold", false, "after the scenario succeeded, keep the collector running until SIGINT or SIGTERM (the cockpit test scrapes it then)")
+	// released closes on SIGINT or SIGTERM; a held collector stops then.
+	released <-chan struct{}
+)
+
 func main() {
 	collector := flag.String("collector", "bin/otelcol-openhands", "the built collector binary")
 	config := flag.String("config", "testdata/demo-config.yaml", "the collector configuration")
@@ -52,6 +63,7 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	released = ctx.Done()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	play := run
@@ -319,6 +331,8 @@ func say(format string, args ...any) {
 type collectorProcess struct {
 	*childproc.Process
 	logPath string
+	// prometheus is the prometheus exporter's host:port, "" without one.
+	prometheus string
 }
 
 // startCollector runs the collector with the fixtures' addresses, and
@@ -332,7 +346,11 @@ func startCollector(bin, config, agentServer, relay, traces, prometheus string, 
 		return nil, fmt.Errorf("collector log file: %w", err)
 	}
 	defer log.Close() // the child has its own descriptor
-	cmd := exec.Command(bin, "--config", config)
+	args := []string{"--config", config}
+	if *extraConfig != "" {
+		args = append(args, "--config", *extraConfig)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(),
 		"DEMO_AGENT_SERVER="+agentServer, "DEMO_SESSION_API_KEY="+sessionKey,
 		"DEMO_RELAY="+relay, "DEMO_RELAY_TOKEN="+relayToken,
@@ -343,7 +361,7 @@ func startCollector(bin, config, agentServer, relay, traces, prometheus string, 
 	if err != nil {
 		return nil, fmt.Errorf("start collector: %w", err)
 	}
-	return &collectorProcess{Process: p, logPath: log.Name()}, nil
+	return &collectorProcess{Process: p, logPath: log.Name(), prometheus: prometheus}, nil
 }
 
 // showLog prints the collector's log, trimmed, after a failure.
@@ -383,6 +401,10 @@ func prefixLines(w io.Writer, r io.Reader) {
 func (p *collectorProcess) finish(err *error) {
 	if *err != nil {
 		p.showLog()
+	}
+	if *err == nil && *hold {
+		say("holding the collector (prometheus exporter at %q) until SIGINT or SIGTERM", p.prometheus)
+		<-released
 	}
 	p.Stop(15 * time.Second)
 }
