@@ -65,6 +65,13 @@ func run(what, root, binary, commit, out string) error {
 		}
 		fmt.Printf("%s (OCI layout, tag %s): %s\n", dir, version, digest)
 		return nil
+	case "chart":
+		path, err := distribution.PackageChart(filepath.Join(root, "cockpit"), filepath.Join(root, "charts", distribution.Name), out)
+		if err != nil {
+			return err
+		}
+		fmt.Println(path)
+		return nil
 	}
 	return fmt.Errorf("unknown target %q: package, image or chart", what)
 }
