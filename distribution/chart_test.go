@@ -110,25 +110,8 @@ func TestChart(t *testing.T) {
 	}
 
 	config := configMapData(t, r, "config.yaml")
-	var cfg struct {
-		Extensions map[string]struct {
-			Directory string `json:"directory"`
-			HTTP      struct {
-				Endpoint string `json:"endpoint"`
-			} `json:"http"`
-		} `json:"extensions"`
-		Receivers struct {
-			OpenHands struct {
-				Shard   map[string]any `json:"shard"`
-				Capture struct {
-					Level string `json:"level"`
-				} `json:"capture"`
-			} `json:"openhands"`
-		} `json:"receivers"`
-	}
-	if err := yaml.Unmarshal([]byte(config), &cfg); err != nil {
-		t.Fatal(err)
-	}
+	cfg := parseCollectorConfig(t, []byte(config))
+	checkSafeDefault(t, cfg)
 	if got := cfg.Receivers.OpenHands.Shard; got["index"] != "${env:SHARD_INDEX}" || got["count"] != float64(3) {
 		t.Errorf("shard %v, want index ${env:SHARD_INDEX} and count 3 (= replicas)", got)
 	}
@@ -137,9 +120,6 @@ func TestChart(t *testing.T) {
 	}
 	if got := cfg.Extensions["healthcheckv2"].HTTP.Endpoint; !strings.HasSuffix(got, ":13133") || ports["health"] != 13133 {
 		t.Errorf("healthcheckv2 listens on %q, the probes ask port %d", got, ports["health"])
-	}
-	if _, open := cfg.Extensions["openhandscontrol"]; open || cfg.Receivers.OpenHands.Capture.Level != "metadata" {
-		t.Errorf("the default is watch-only at capture metadata: control %v, capture %q", open, cfg.Receivers.OpenHands.Capture.Level)
 	}
 	validateConfig(t, config, "SHARD_INDEX=2", "MY_POD_IP=127.0.0.1", "OH_SESSION_API_KEY=k")
 

@@ -18,7 +18,6 @@ import (
 
 	"github.com/blakesmith/ar"
 	rpmutils "github.com/sassoftware/go-rpmutils"
-	"go.yaml.in/yaml/v3"
 )
 
 // packagedFile is one file of a package as its format declares it.
@@ -128,17 +127,8 @@ func checkUnit(t *testing.T, unit, config []byte) {
 			t.Errorf("unit: %s=%q, want %q", k, got, v)
 		}
 	}
-	var cfg struct {
-		Extensions struct {
-			FileStorage struct {
-				Directory string `yaml:"directory"`
-			} `yaml:"file_storage"`
-		} `yaml:"extensions"`
-	}
-	if err := yaml.Unmarshal(config, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	if dir := cfg.Extensions.FileStorage.Directory; dir != "/var/lib/"+Name {
+	cfg := parseCollectorConfig(t, config)
+	if dir := cfg.Extensions["file_storage"].Directory; dir != "/var/lib/"+Name {
 		t.Errorf("config.yaml: file_storage.directory %q is not the unit's StateDirectory /var/lib/%s: ProtectSystem=strict would make it read-only", dir, Name)
 	}
 }
