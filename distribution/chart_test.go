@@ -295,17 +295,13 @@ func renderChart(t *testing.T, dir string, values map[string]any) rendered {
 			var obj any
 			switch meta.APIVersion + " " + meta.Kind {
 			case "apps/v1 StatefulSet":
-				r.statefulSets = append(r.statefulSets, appsv1.StatefulSet{})
-				obj = &r.statefulSets[len(r.statefulSets)-1]
+				obj = appendNew(&r.statefulSets)
 			case "v1 ConfigMap":
-				r.configMaps = append(r.configMaps, corev1.ConfigMap{})
-				obj = &r.configMaps[len(r.configMaps)-1]
+				obj = appendNew(&r.configMaps)
 			case "v1 Service":
-				r.services = append(r.services, corev1.Service{})
-				obj = &r.services[len(r.services)-1]
+				obj = appendNew(&r.services)
 			case "monitoring.coreos.com/v1 PrometheusRule":
-				r.prometheusRules = append(r.prometheusRules, monitoringv1.PrometheusRule{})
-				obj = &r.prometheusRules[len(r.prometheusRules)-1]
+				obj = appendNew(&r.prometheusRules)
 			default:
 				t.Fatalf("%s #%d: unexpected %s %s", name, i, meta.APIVersion, meta.Kind)
 			}
@@ -315,6 +311,12 @@ func renderChart(t *testing.T, dir string, values map[string]any) rendered {
 		}
 	}
 	return r
+}
+
+// appendNew appends a zero T to list and returns it, to be decoded into.
+func appendNew[T any](list *[]T) *T {
+	*list = append(*list, *new(T))
+	return &(*list)[len(*list)-1]
 }
 
 // configMapData is the value of key in the one rendered ConfigMap that has it.

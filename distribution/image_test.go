@@ -6,8 +6,6 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/pem"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -165,21 +163,9 @@ func imageFiles(t *testing.T, img v1.Image) map[string]layerEntry {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := tar.NewReader(rc)
-		for {
-			h, err := tr.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
+		eachTarEntry(t, rc, func(h *tar.Header, body []byte) {
 			files[h.Name] = layerEntry{header: h, body: body}
-		}
+		})
 		rc.Close()
 	}
 	return files

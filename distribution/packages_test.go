@@ -178,7 +178,7 @@ func readDeb(t *testing.T, path string) packageContents {
 		switch name := strings.TrimSuffix(h.Name, "/"); name {
 		case "debian-binary":
 		case "control.tar.gz":
-			eachTarFile(t, members, func(h *tar.Header, body []byte) {
+			eachGzipTarEntry(t, members, func(h *tar.Header, body []byte) {
 				switch strings.TrimPrefix(h.Name, "./") {
 				case "conffiles":
 					conffiles = strings.Fields(string(body))
@@ -197,7 +197,7 @@ func readDeb(t *testing.T, path string) packageContents {
 				}
 			})
 		case "data.tar.gz":
-			eachTarFile(t, members, func(h *tar.Header, body []byte) {
+			eachGzipTarEntry(t, members, func(h *tar.Header, body []byte) {
 				if h.Typeflag == tar.TypeReg {
 					pkg.files[strings.TrimPrefix(h.Name, ".")] = packagedFile{mode: os.FileMode(h.Mode).Perm(), owner: h.Uname, group: h.Gname, body: body}
 				}
@@ -217,14 +217,20 @@ func readDeb(t *testing.T, path string) packageContents {
 	return pkg
 }
 
-// eachTarFile calls fn with each entry of a gzipped tar archive.
-func eachTarFile(t *testing.T, r io.Reader, fn func(*tar.Header, []byte)) {
+// eachGzipTarEntry calls fn with each entry of a gzipped tar archive.
+func eachGzipTarEntry(t *testing.T, r io.Reader, fn func(*tar.Header, []byte)) {
 	t.Helper()
 	zr, err := gzip.NewReader(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := tar.NewReader(zr)
+	eachTarEntry(t, zr, fn)
+}
+
+// eachTarEntry calls fn with each entry of a tar stream and its content.
+func eachTarEntry(t *testing.T, r io.Reader, fn func(*tar.Header, []byte)) {
+	t.Helper()
+	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
