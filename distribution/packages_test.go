@@ -83,6 +83,11 @@ func TestPackages(t *testing.T) {
 				if !strings.HasPrefix(pkg.scripts[script], "#!/bin/sh\n") {
 					t.Errorf("%s script: missing or not a shell script: %.40q", script, pkg.scripts[script])
 				}
+				sh := exec.Command("sh", "-n")
+				sh.Stdin = strings.NewReader(pkg.scripts[script])
+				if out, err := sh.CombinedOutput(); err != nil {
+					t.Errorf("%s script: sh -n: %v\n%s", script, err, out)
+				}
 			}
 			if !slices.Contains(pkg.depends, userTools[format]) {
 				t.Errorf("depends %q: missing %s", pkg.depends, userTools[format])
