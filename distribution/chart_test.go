@@ -41,7 +41,12 @@ type rendered struct {
 	configMaps      []corev1.ConfigMap
 	services        []corev1.Service
 	prometheusRules []monitoringv1.PrometheusRule
+	serviceMonitors []monitoringv1.ServiceMonitor
 }
+
+// operatorAPIs are the Prometheus Operator's kinds the chart asks the
+// cluster for.
+var operatorAPIs = []string{"monitoring.coreos.com/v1", "monitoring.coreos.com/v1/PrometheusRule", "monitoring.coreos.com/v1/ServiceMonitor"}
 
 // TestChart renders the chart as a user installs it, with a fixture
 // dashboard and rule file in the cockpit, and checks the StatefulSet shape:
@@ -54,7 +59,7 @@ func TestChart(t *testing.T) {
 		"dashboards/agents.json": fixtureDashboard,
 		"rules/alerts.yaml":      fixtureRules,
 	})
-	r := renderChart(t, chart, map[string]any{"replicas": 3})
+	r := renderChart(t, chart, map[string]any{"replicas": 3}, operatorAPIs...)
 	version, err := ReadVersion(repoRoot)
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +136,20 @@ func TestChart(t *testing.T) {
 			t.Errorf("dashboard ConfigMap %s: labels %v, want grafana_dashboard=1 for the sidecar", cm.Name, cm.Labels)
 		}
 	}
+	if len(r.serviceMonitors) != 1 || len(r.services) != 1 {
+		t.Fatalf("%d ServiceMonitors, %d Services; want 1 and 1", len(r.serviceMonitors), len(r.services))
+	}
+	sm, svc := r.serviceMonitors[0], r.services[0]
+	for k, v := range sm.Spec.Selector.MatchLabels {
+		if svc.Labels[k] != v {
+			t.Errorf("the ServiceMonitor selects %s=%s, the Service has %q", k, v, svc.Labels[k])
+		}
+	}
+	if len(sm.Spec.Endpoints) != 1 || !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool {
+		return p.Name == sm.Spec.Endpoints[0].Port && p.Port == ports["metrics"]
+	}) {
+		t.Errorf("ServiceMonitor endpoints %+v: not the Service's metrics port %d", sm.Spec.Endpoints, ports["metrics"])
+	}
 	if len(r.prometheusRules) != 1 {
 		t.Fatalf("%d PrometheusRules, want 1", len(r.prometheusRules))
 	}
@@ -141,17 +160,35 @@ func TestChart(t *testing.T) {
 	}
 }
 
-// TestChartWithoutCockpit: with no cockpit files (this branch, or a
-// cockpit without rules) the chart renders no dashboard and no
-// PrometheusRule, and still everything else.
-func TestChartWithoutCockpit(t *testing.T) {
-	r := renderChart(t, chartWithCockpit(t, nil), nil)
-	if len(r.statefulSets) != 1 || len(r.services) != 1 || len(r.prometheusRules) != 0 || len(r.configMaps) != 1 {
-		t.Errorf("rendered %d StatefulSets, %d Services, %d PrometheusRules, %d ConfigMaps; want 1, 1, 0, 1",
-			len(r.statefulSets), len(r.services), len(r.prometheusRules), len(r.configMaps))
+// TestChartOptionalParts: no cockpit file (this branch), no dashboard
+// and no PrometheusRule; a cluster without the Prometheus Operator, no
+// PrometheusRule and no ServiceMonitor (an install would fail on their
+// unknown kinds); everything else always.
+func TestChartOptionalParts(t *testing.T) {
+	cockpit := map[string]string{"dashboards/agents.json": fixtureDashboard, "rules/alerts.yaml": fixtureRules}
+	tests := []struct {
+		name                                         string
+		cockpit                                      map[string]string
+		apis                                         []string
+		configMaps, prometheusRules, serviceMonitors int
+	}{
+		{name: "no cockpit files", apis: operatorAPIs, configMaps: 1, serviceMonitors: 1},
+		{name: "no Prometheus Operator", cockpit: cockpit, configMaps: 2},
+		{name: "everything", cockpit: cockpit, apis: operatorAPIs, configMaps: 2, prometheusRules: 1, serviceMonitors: 1},
 	}
-	if got := *r.statefulSets[0].Spec.Replicas; got != 1 {
-		t.Errorf("default replicas %d, want 1", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := renderChart(t, chartWithCockpit(t, tt.cockpit), nil, tt.apis...)
+			if len(r.statefulSets) != 1 || len(r.services) != 1 || len(r.configMaps) != tt.configMaps ||
+				len(r.prometheusRules) != tt.prometheusRules || len(r.serviceMonitors) != tt.serviceMonitors {
+				t.Errorf("rendered %d StatefulSets, %d Services, %d ConfigMaps, %d PrometheusRules, %d ServiceMonitors; want 1, 1, %d, %d, %d",
+					len(r.statefulSets), len(r.services), len(r.configMaps), len(r.prometheusRules), len(r.serviceMonitors),
+					tt.configMaps, tt.prometheusRules, tt.serviceMonitors)
+			}
+			if got := *r.statefulSets[0].Spec.Replicas; got != 1 {
+				t.Errorf("default replicas %d, want 1", got)
+			}
+		})
 	}
 }
 
@@ -259,9 +296,10 @@ func chartWithCockpit(t *testing.T, files map[string]string) string {
 }
 
 // renderChart renders the chart at dir as `helm template` would for a
-// release named otelcol-openhands, with values over the chart's, and
-// decodes every manifest strictly.
-func renderChart(t *testing.T, dir string, values map[string]any) rendered {
+// release named otelcol-openhands, with values over the chart's, for a
+// cluster that serves apis beside the built-in ones, and decodes every
+// manifest strictly.
+func renderChart(t *testing.T, dir string, values map[string]any, apis ...string) rendered {
 	t.Helper()
 	c, err := loader.LoadDir(dir)
 	if err != nil {
@@ -270,7 +308,9 @@ func renderChart(t *testing.T, dir string, values map[string]any) rendered {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	vals, err := chartutil.ToRenderValues(c, values, chartutil.ReleaseOptions{Name: Name, Namespace: "observability", IsInstall: true}, chartutil.DefaultCapabilities)
+	caps := *chartutil.DefaultCapabilities
+	caps.APIVersions = append(slices.Clone(chartutil.DefaultVersionSet), apis...)
+	vals, err := chartutil.ToRenderValues(c, values, chartutil.ReleaseOptions{Name: Name, Namespace: "observability", IsInstall: true}, &caps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,6 +342,8 @@ func renderChart(t *testing.T, dir string, values map[string]any) rendered {
 				obj = appendNew(&r.services)
 			case "monitoring.coreos.com/v1 PrometheusRule":
 				obj = appendNew(&r.prometheusRules)
+			case "monitoring.coreos.com/v1 ServiceMonitor":
+				obj = appendNew(&r.serviceMonitors)
 			default:
 				t.Fatalf("%s #%d: unexpected %s %s", name, i, meta.APIVersion, meta.Kind)
 			}
