@@ -33,6 +33,7 @@ type packageContents struct {
 	files   map[string]packagedFile
 	scripts map[string]string // preinstall, postinstall, preremove
 	depends []string
+	version string
 }
 
 // TestPackages builds the deb and the rpm from the built collector and
@@ -71,10 +72,13 @@ func TestPackages(t *testing.T) {
 						path, got.mode, got.owner, got.group, got.conffile, w.mode, w.owner, w.group, w.conffile)
 				}
 			}
-			for path, f := range pkg.files {
-				if _, ok := want[path]; !ok && f.conffile {
-					t.Errorf("%s: a config file the test does not expect", path)
+			for path := range pkg.files {
+				if _, ok := want[path]; !ok {
+					t.Errorf("%s: a file the test does not expect", path)
 				}
+			}
+			if pkg.version != b.Version {
+				t.Errorf("package version %q, VERSION %q", pkg.version, b.Version)
 			}
 			if !bytes.Equal(pkg.files["/usr/bin/"+Name].body, binary) {
 				t.Errorf("/usr/bin/%s is not the built collector %s", Name, b.Binary)
@@ -192,6 +196,9 @@ func readDeb(t *testing.T, path string) packageContents {
 						if deps, ok := strings.CutPrefix(line, "Depends: "); ok {
 							pkg.depends = strings.Split(deps, ", ")
 						}
+						if v, ok := strings.CutPrefix(line, "Version: "); ok {
+							pkg.version = v
+						}
 					}
 				case "preinst":
 					pkg.scripts["preinstall"] = string(body)
@@ -274,6 +281,9 @@ func readRPM(t *testing.T, path string) packageContents {
 		}
 	}
 	if pkg.depends, err = rpm.Header.GetStrings(rpmutils.REQUIRENAME); err != nil {
+		t.Fatal(err)
+	}
+	if pkg.version, err = rpm.Header.GetString(rpmutils.VERSION); err != nil {
 		t.Fatal(err)
 	}
 	payload, err := rpm.PayloadReaderExtended()
