@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"crypto/x509"
+	"debug/elf"
 	"encoding/pem"
 	"os"
 	"path/filepath"
@@ -78,6 +79,7 @@ func TestImage(t *testing.T) {
 	if got, want := sha256.Sum256(files["otelcol-openhands"].body), sha256.Sum256(binary); got != want {
 		t.Errorf("/%s in the image has sha256 %x, the built collector %x", Name, got, want)
 	}
+	checkStatic(t, b.Binary)
 	if h := files["otelcol-openhands"].header; h.Mode&0o111 == 0 {
 		t.Errorf("/%s is not executable: mode %o", Name, h.Mode)
 	}
@@ -183,4 +185,20 @@ func countCertificates(t *testing.T, bundle []byte) int {
 		n++
 	}
 	return n
+}
+
+// checkStatic fails the test when binary asks for a dynamic loader: the
+// image has no libc (build it with CGO_ENABLED=0, as `make build` does).
+func checkStatic(t *testing.T, binary string) {
+	t.Helper()
+	f, err := elf.Open(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Errorf("%s is linked dynamically (it names an interpreter): the image has no libc", binary)
+		}
+	}
 }
