@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"sigs.k8s.io/yaml"
@@ -30,8 +31,13 @@ const maxCockpitFile = 900 << 10
 // SyncCockpit makes the chart's dashboards/ and rules/ hold exactly the
 // cockpit's dashboards/*.json and rules/*.yaml. A missing cockpit folder
 // means none. A file that does not parse, or whose name cannot name a
-// ConfigMap, or too large for one, fails with its path.
+// ConfigMap, or too large for one, or a rule group that a PrometheusRule
+// cannot hold (an unknown field, a name another file already used), fails
+// with its path.
 func SyncCockpit(cockpit, chart string) error {
+	// The rule groups seen so far: they become one PrometheusRule, whose
+	// group names must be unique.
+	groups := map[string]bool{}
 	for _, kind := range cockpitFiles {
 		dst := filepath.Join(chart, kind.dir)
 		if err := os.RemoveAll(dst); err != nil {
@@ -52,7 +58,7 @@ func SyncCockpit(cockpit, chart string) error {
 			if err != nil {
 				return err
 			}
-			if err := checkCockpitFile(filepath.Base(src), kind.ext, body); err != nil {
+			if err := checkCockpitFile(filepath.Base(src), kind.ext, body, groups); err != nil {
 				return fmt.Errorf("%s: %w", src, err)
 			}
 			if err := os.WriteFile(filepath.Join(dst, filepath.Base(src)), body, 0o644); err != nil {
@@ -63,7 +69,7 @@ func SyncCockpit(cockpit, chart string) error {
 	return nil
 }
 
-func checkCockpitFile(name, ext string, body []byte) error {
+func checkCockpitFile(name, ext string, body []byte, groups map[string]bool) error {
 	if base := strings.TrimSuffix(name, ext); !cockpitName.MatchString(base) || len(base) > 200 {
 		return fmt.Errorf("the name must be lowercase letters, digits and dashes (it names a ConfigMap)")
 	}
@@ -76,14 +82,18 @@ func checkCockpitFile(name, ext string, body []byte) error {
 			return fmt.Errorf("not valid JSON")
 		}
 	case ".yaml":
-		var rules struct {
-			Groups []json.RawMessage `json:"groups"`
-		}
+		var rules monitoringv1.PrometheusRuleSpec
 		if err := yaml.UnmarshalStrict(body, &rules); err != nil {
-			return fmt.Errorf("not a Prometheus rule file: %w", err)
+			return fmt.Errorf("not a rule file a PrometheusRule can hold: %w", err)
 		}
 		if len(rules.Groups) == 0 {
-			return fmt.Errorf("not a Prometheus rule file: no groups")
+			return fmt.Errorf("not a rule file a PrometheusRule can hold: no groups")
+		}
+		for _, g := range rules.Groups {
+			if groups[g.Name] {
+				return fmt.Errorf("rule group %q: another rule file has a group of that name (one PrometheusRule holds them all)", g.Name)
+			}
+			groups[g.Name] = true
 		}
 	}
 	return nil
