@@ -37,7 +37,7 @@ const maxCockpitFile = 900 << 10
 func SyncCockpit(cockpit, chart string) error {
 	// The rule groups seen so far: they become one PrometheusRule, whose
 	// group names must be unique.
-	groups := map[string]bool{}
+	groups := map[string]string{} // name: the file that has it
 	for _, kind := range cockpitFiles {
 		dst := filepath.Join(chart, kind.dir)
 		if err := os.RemoveAll(dst); err != nil {
@@ -58,7 +58,7 @@ func SyncCockpit(cockpit, chart string) error {
 			if err != nil {
 				return err
 			}
-			if err := checkCockpitFile(filepath.Base(src), kind.ext, body, groups); err != nil {
+			if err := checkCockpitFile(src, kind.ext, body, groups); err != nil {
 				return fmt.Errorf("%s: %w", src, err)
 			}
 			if err := os.WriteFile(filepath.Join(dst, filepath.Base(src)), body, 0o644); err != nil {
@@ -69,8 +69,8 @@ func SyncCockpit(cockpit, chart string) error {
 	return nil
 }
 
-func checkCockpitFile(name, ext string, body []byte, groups map[string]bool) error {
-	if base := strings.TrimSuffix(name, ext); !cockpitName.MatchString(base) || len(base) > 200 {
+func checkCockpitFile(path, ext string, body []byte, groups map[string]string) error {
+	if base := strings.TrimSuffix(filepath.Base(path), ext); !cockpitName.MatchString(base) || len(base) > 200 {
 		return fmt.Errorf("the name must be lowercase letters, digits and dashes (it names a ConfigMap)")
 	}
 	if len(body) > maxCockpitFile {
@@ -90,10 +90,10 @@ func checkCockpitFile(name, ext string, body []byte, groups map[string]bool) err
 			return fmt.Errorf("not a rule file a PrometheusRule can hold: no groups")
 		}
 		for _, g := range rules.Groups {
-			if groups[g.Name] {
-				return fmt.Errorf("rule group %q: another rule file has a group of that name (one PrometheusRule holds them all)", g.Name)
+			if other, ok := groups[g.Name]; ok {
+				return fmt.Errorf("rule group %q: %s has a group of that name too (one PrometheusRule holds them all)", g.Name, other)
 			}
-			groups[g.Name] = true
+			groups[g.Name] = path
 		}
 	}
 	return nil

@@ -204,7 +204,7 @@ func TestSyncCockpit(t *testing.T) {
 		{name: "rule file with an unknown key", files: map[string]string{"rules/a.yaml": fixtureRules + "extra: 1\n"}, wantErr: "unknown field"},
 		{name: "rule with an unknown key", files: map[string]string{"rules/a.yaml": strings.Replace(fixtureRules, "        for: 5m", "        fore: 5m", 1)}, wantErr: "unknown field"},
 		{name: "promtool test file", files: map[string]string{"rules/a.yaml": "rule_files: [x.yaml]\ntests: []\n"}, wantErr: "unknown field"},
-		{name: "group name in two files", files: map[string]string{"rules/a.yaml": fixtureRules, "rules/b.yaml": fixtureRules}, wantErr: "another rule file"},
+		{name: "group name in two files", files: map[string]string{"rules/a.yaml": fixtureRules, "rules/b.yaml": fixtureRules}, wantErr: "a.yaml has a group of that name too"},
 		{name: "dashboard too large for a ConfigMap", files: map[string]string{"dashboards/a.json": `"` + strings.Repeat("x", maxCockpitFile) + `"`}, wantErr: "larger than a ConfigMap"},
 		{name: "other files ignored", files: map[string]string{"dashboards/README.md": "#", "rules/notes.txt": "x"}},
 	}
