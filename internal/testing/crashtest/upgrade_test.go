@@ -78,22 +78,7 @@ func upgradeFrom(t *testing.T, bin, fixture string) {
 	if err := playRuns(conv, 0, 1); err != nil {
 		t.Fatal(err)
 	}
-	config := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(config, []byte(collectorConfig(storage, stub.URL(), "session", relay.URL(), noQueue, filepath.Join(dir, "sessions"))), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(dir, "collector.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("collector log (tail):\n%s", logTail(logPath, 40))
-		}
-	})
-
+	config, logFile, _ := collectorFiles(t, dir, collectorConfig(storage, stub.URL(), "session", relay.URL(), noQueue, filepath.Join(dir, "sessions")))
 	if *updateUpgradeFixture {
 		writeUpgradeFixture(t, bin, logFile, config, relay, conv, storage, fixture)
 		return
