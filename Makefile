@@ -13,24 +13,39 @@ DIST_DIR    := $(CURDIR)/build/otelcol-openhands
 BIN         := $(CURDIR)/bin/otelcol-openhands
 GOTEST      := $(GO) test -race -count=1
 
+# The release (one string: the binary, the packages, the image, the chart,
+# the README's gomod lines; distribution/release_test.go checks they agree)
+# and the commit the binary is built from.
+VERSION     := $(shell cat VERSION)
+COMMIT      ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+# Packages, the image layout and the chart archive.
+OUT_DIR     := $(CURDIR)/dist
+DIST_CMD    := cd distribution && $(GO) run ./cmd/dist -root $(CURDIR) -binary $(BIN) -commit $(COMMIT) -out $(OUT_DIR)
+
 # The real agent server `make live-test` runs: pinned here, installed once
 # into a virtualenv outside the repository and reused while it matches.
 OH_SERVER_VERSION := 1.58.2
 OH_VENV     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/otelcol-openhands/venv-$(OH_SERVER_VERSION)
 LIVE_TEST   := OH_PYTHON=$(OH_VENV)/bin/python OTELCOL_BIN=$(BIN) $(GOTEST) -tags live -timeout 15m -run '^TestLive(Control|Tree|Webhook)?$$' -v ./internal/testing/livetest/
 
-.PHONY: all build test unit-test lint bench bench-e2e demo demo-control demo-fleet clean venv live-test record cockpit tools
+.PHONY: all build test unit-test dist-test package image chart lint bench bench-e2e demo demo-control demo-fleet clean venv live-test record cockpit tools
 
 all: lint test
 
 $(OCB):
 	GOBIN=$(TOOLS_DIR) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
 
-# build generates the distribution's sources with ocb, then compiles them.
+# build generates the distribution's sources with ocb, then compiles them
+# into a static binary (the image has no libc). ocb writes the release
+# (dist.version) into main.go as a literal: the build appends the commit,
+# linked in with -X, so that --version prints both (0.1.0+<commit>).
 build: $(OCB)
 	mkdir -p $(DIST_DIR)
 	$(OCB) --config=builder-config.yaml --skip-compilation
-	cd $(DIST_DIR) && $(GO) build -trimpath -o $(BIN) .
+	sed -i 's/^\(\t*Version: *"[^"]*\)",$$/\1+" + commit,/' $(DIST_DIR)/main.go
+	@grep -q '+" + commit,' $(DIST_DIR)/main.go || { echo "build: ocb's main.go has no Version line to stamp the commit on"; exit 1; }
+	printf 'package main\n\n// commit is the source revision, set at link time.\nvar commit = "unknown"\n' > $(DIST_DIR)/commit.go
+	cd $(DIST_DIR) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-X main.commit=$(COMMIT)' -o $(BIN) .
 
 $(PROMTOOL) $(PROMETHEUS) &:
 	GOBIN=$(TOOLS_DIR) $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION) github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS_VERSION)
@@ -48,9 +63,30 @@ cockpit:
 unit-test: build $(PROMTOOL) $(PROMETHEUS)
 	OTELCOL_OPENHANDS_BIN=$(BIN) PROMTOOL=$(PROMTOOL) PROMETHEUS=$(PROMETHEUS) $(GOTEST) ./...
 
+# dist-test checks the packages, the image, the chart and that every
+# place the release is named agrees (the distribution module, built from
+# the binary). Without -race: nothing in it is concurrent, and the race
+# detector makes compressing the binary many times slower.
+dist-test: build
+	cd distribution && OTELCOL_OPENHANDS_BIN=$(BIN) $(GO) test -count=1 ./...
+
 # test builds the distribution, then runs every unit, scenario, end-to-end
-# and crash test with the race detector.
-test: unit-test
+# and crash test with the race detector, then the distribution's tests.
+test: unit-test dist-test
+
+# package writes the deb and rpm packages into dist/.
+package: build
+	$(DIST_CMD) package
+
+# image writes the OCI image into dist/image (an OCI layout, tagged with
+# the release), without a Docker daemon.
+image: build
+	$(DIST_CMD) image
+
+# chart copies the cockpit's dashboards and rules into the chart, then
+# writes its archive into dist/.
+chart:
+	$(DIST_CMD) chart
 
 $(STATICCHECK):
 	GOBIN=$(TOOLS_DIR) $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -58,6 +94,7 @@ $(STATICCHECK):
 lint: $(STATICCHECK)
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
+	cd distribution && $(GO) vet ./... && $(STATICCHECK) ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 # demo builds the distribution and plays one scripted conversation through
@@ -106,4 +143,4 @@ bench-e2e: build
 	bin/benche2e -collector $(BIN) -stub bin/ohstub -relay bin/aeprelay $(BENCH_E2E_FLAGS)
 
 clean:
-	rm -rf bin build
+	rm -rf bin build dist

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -166,8 +168,9 @@ func vendorEventsOnce(t *testing.T, evs []*aep.Event, conv *oh.Conversation) {
 	}
 }
 
-func TestStateEncoding(t *testing.T) {
-	s := durableState{
+// sampleState is a conversation's state with every part filled in.
+func sampleState() durableState {
+	return durableState{
 		position: position{Epoch: 7, NextSeq: 12},
 		Cursor:   cursor{DurableSeq: 40, ResumeTS: "2026-07-12T10:15:00.123456", Recent: []string{"a", "b"}},
 		Mapping:  mapping.State{Status: "running", Runs: 2, Run: "run:c:2", RunStartedID: "R", StartedID: "S"},
@@ -190,6 +193,10 @@ func TestStateEncoding(t *testing.T) {
 			},
 		}}},
 	}
+}
+
+func TestStateEncoding(t *testing.T) {
+	s := sampleState()
 	raw, err := encodeState(s)
 	require.NoError(t, err)
 	got, err := decodeState(raw)
@@ -212,6 +219,27 @@ func TestStateEncoding(t *testing.T) {
 	}
 	_, err = decodeState([]byte(`{"v":99}`))
 	assert.ErrorIs(t, err, errStateVersion)
+}
+
+// TestStateOfEarlierReleasesDecodes: every release reads the conversation
+// state every earlier release wrote (the README's upgrade promise).
+// testdata/state/<release>.json is sampleState as that release encoded it,
+// committed when it was cut and never rewritten.
+func TestStateOfEarlierReleasesDecodes(t *testing.T) {
+	fixtures, err := filepath.Glob(filepath.Join("testdata", "state", "*.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, fixtures)
+	want := sampleState()
+	want.Version = stateVersion
+	for _, path := range fixtures {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			raw, err := os.ReadFile(path)
+			require.NoError(t, err)
+			got, err := decodeState(raw)
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+		})
+	}
 }
 
 func TestShardOfIsStable(t *testing.T) {

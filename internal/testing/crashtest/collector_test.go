@@ -100,6 +100,28 @@ service:
 `, storageDir, agentServer, stubKey, socket, relay, relayToken, queue, sessionsDir)
 }
 
+// collectorFiles writes a collector's configuration into dir and creates
+// its log file there; the log's tail is printed if the test fails.
+func collectorFiles(t *testing.T, dir, config string) (configPath string, log *os.File, logPath string) {
+	t.Helper()
+	configPath = filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logPath = filepath.Join(dir, "collector.log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		log.Close()
+		if t.Failed() {
+			t.Logf("collector log (tail):\n%s", logTail(logPath, 40))
+		}
+	})
+	return configPath, log, logPath
+}
+
 // collector is one run of the built collector as a child process; its
 // log goes to a file the test prints when it fails.
 type collector struct {

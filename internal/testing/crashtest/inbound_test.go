@@ -162,16 +162,7 @@ func otlpInbound(t *testing.T, bin string, withStorage bool) {
 			t.Fatal(err)
 		}
 	}
-	config := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(config, []byte(inboundConfig(httpAddr, grpcAddr, relay.URL(), storageDir)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(dir, "collector.log")
-	log, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
+	config, log, logPath := collectorFiles(t, dir, inboundConfig(httpAddr, grpcAddr, relay.URL(), storageDir))
 
 	col := startCollector(t, bin, log, config)
 	postOTLP(t, httpAddr, vendorexport.Codex(0, "codex.conversation_starts", "codex.conversation_starts", "codex.tool_result", "codex.tool_decision"), false)

@@ -14,6 +14,10 @@ import (
 // Config configures a stub server. The zero value is a usable server
 // without auth.
 type Config struct {
+	// Addr is where the server listens (default 127.0.0.1:0, a random
+	// port). A fixed one is for state keyed by the server's host:port
+	// that must outlive the test, such as a committed storage fixture.
+	Addr string
 	// SessionAPIKeys are the accepted session keys. Empty disables auth on
 	// REST and WebSockets, as on the real server.
 	SessionAPIKeys []string
@@ -66,6 +70,9 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:0"
+	}
 	if c.AuthTimeout <= 0 {
 		c.AuthTimeout = 10 * time.Second
 	}
@@ -161,7 +168,8 @@ type Server struct {
 	runWG  sync.WaitGroup // OnRun goroutines
 }
 
-// NewServer starts a stub server on a random loopback port.
+// NewServer starts a stub server on cfg.Addr, by default a random
+// loopback port.
 func NewServer(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg:           cfg.withDefaults(),
@@ -171,9 +179,9 @@ func NewServer(cfg Config) (*Server, error) {
 		hooks:         newWebhooks(),
 	}
 	s.started = s.cfg.Clock()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen on loopback: %w", err)
+		return nil, fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
 	}
 	s.addr = ln.Addr().String()
 	s.serve(ln)
