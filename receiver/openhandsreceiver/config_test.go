@@ -139,7 +139,7 @@ func TestShardIndexFromEmptyEnv(t *testing.T) {
 
 func TestValidateRequiresServers(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
-	assert.ErrorContains(t, cfg.Validate(), "servers: at least one server is required")
+	assert.ErrorContains(t, cfg.Validate(), "servers: at least one server, or a targets source, is required")
 }
 
 func TestValidateEndpoints(t *testing.T) {

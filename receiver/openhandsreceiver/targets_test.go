@@ -1,0 +1,344 @@
+package openhandsreceiver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componentstatus"
+
+	oh "github.com/otelcol-openhands/otelcol-openhands/internal/testing/openhandstest"
+	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/targets"
+)
+
+// keyedStub is a stub agent server with a key of its own.
+type keyedStub struct {
+	*oh.Server
+	key string
+}
+
+func startKeyedStub(t *testing.T, key string) keyedStub {
+	return keyedStub{oh.Start(t, oh.Config{SessionAPIKeys: []string{key}}), key}
+}
+
+// group is the http_sd / file_sd entry of one stub, its key inline.
+func (s keyedStub) group(team string) targets.Group {
+	return targets.Group{Targets: []string{s.Addr()}, Labels: map[string]string{
+		"team": team, targets.LabelKey: s.key}}
+}
+
+// targetsConfig is fastConfig with no static server and a short grace.
+func targetsConfig() *Config {
+	cfg := fastConfig(socketSession)
+	cfg.Targets.Grace = 300 * time.Millisecond
+	cfg.Targets.AttachRate = 1000
+	return cfg
+}
+
+// sdFile is a file_sd file a test rewrites.
+type sdFile struct {
+	t    *testing.T
+	path string
+}
+
+func newSDFile(t *testing.T, name string) sdFile {
+	return sdFile{t, filepath.Join(t.TempDir(), name)}
+}
+
+// write replaces the file atomically, as a writer of file_sd should.
+func (f sdFile) write(groups ...targets.Group) {
+	f.t.Helper()
+	data, err := json.Marshal(append([]targets.Group{}, groups...))
+	require.NoError(f.t, err)
+	f.writeRaw(data)
+}
+
+func (f sdFile) writeRaw(data []byte) {
+	f.t.Helper()
+	tmp := f.path + ".tmp"
+	require.NoError(f.t, os.WriteFile(tmp, data, 0o600))
+	require.NoError(f.t, os.Rename(tmp, f.path))
+}
+
+func withFileSD(cfg *Config, path string) *Config {
+	cfg.Targets.FileSD = []FileSDConfig{{Files: []string{path}, SourceLimits: SourceLimits{RefreshInterval: 20 * time.Millisecond}}}
+	return cfg
+}
+
+// sdServer serves http_sd; a test swaps its answer.
+type sdServer struct {
+	*httptest.Server
+	mu     sync.Mutex
+	status int
+	body   []byte
+}
+
+func startSDServer(t *testing.T) *sdServer {
+	s := &sdServer{status: http.StatusOK, body: []byte("[]")}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		status, body := s.status, s.body
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *sdServer) serve(t *testing.T, groups ...targets.Group) {
+	data, err := json.Marshal(append([]targets.Group{}, groups...))
+	require.NoError(t, err)
+	s.answer(http.StatusOK, data)
+}
+
+func (s *sdServer) answer(status int, body []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.status, s.body = status, body
+}
+
+func withHTTPSD(cfg *Config, url string) *Config {
+	sd := HTTPSDConfig{SourceLimits: SourceLimits{RefreshInterval: 20 * time.Millisecond}}
+	sd.Endpoint = url
+	cfg.Targets.HTTPSD = []HTTPSDConfig{sd}
+	return cfg
+}
+
+// resourceOf is the resource attribute key of the session's events.
+func (h *harness) resourceOf(session, key string) string {
+	h.t.Helper()
+	for _, logs := range h.sink.AllLogs() {
+		for i := range logs.ResourceLogs().Len() {
+			rl := logs.ResourceLogs().At(i)
+			for j := range rl.ScopeLogs().Len() {
+				records := rl.ScopeLogs().At(j).LogRecords()
+				for k := range records.Len() {
+					if s, ok := records.At(k).Attributes().Get("aep.session_id"); ok && s.Str() == session {
+						v, _ := rl.Resource().Attributes().Get(key)
+						return v.AsString()
+					}
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// TestFileSDFollowsTheFleet runs churn through a file_sd file: servers
+// appear, one vanishes while alive (let go after grace, its session left
+// open), one is killed and vanishes (its session ended after grace), a
+// new one's conversation attaches, and every conversation is observed
+// once.
+func TestFileSDFollowsTheFleet(t *testing.T) {
+	a, b, c := startKeyedStub(t, "key-a"), startKeyedStub(t, "key-b"), startKeyedStub(t, "key-c")
+	convA, convB := createConversation(t, a.Server), createConversation(t, b.Server)
+	file := newSDFile(t, "agents.json")
+	file.write(a.group("red"), b.group("blue"))
+	h := startHarness(t, withFileSD(targetsConfig(), file.path))
+	h.waitLive(convA, 1)
+	h.waitLive(convB, 1)
+	assert.Equal(t, "red", h.resourceOf(convA.ID(), "team"), "a label is a resource attribute")
+	assert.Equal(t, "blue", h.resourceOf(convB.ID(), "team"))
+
+	// b is killed, then vanishes: unreachable past grace, its session ends.
+	b.Close()
+	file.write(a.group("red"))
+	h.waitTypes(convB.ID(), "session.ended")
+
+	// c appears.
+	convC := createConversation(t, c.Server)
+	file.write(a.group("red"), c.group("red"))
+	h.waitLive(convC, 1)
+
+	// a vanishes while alive: let go after grace, its session left open.
+	file.write(c.group("red"))
+	waitSockets(t, convA, 0)
+	assert.Zero(t, count(h.session(convA.ID()), "session.ended"), "a server still reachable keeps its sessions open")
+
+	for _, conv := range []*oh.Conversation{convA, convB, convC} {
+		assert.Equal(t, 1, count(h.session(conv.ID()), "session.started"), "conversation %s observed once", conv.ID())
+	}
+	h.validate()
+	for _, r := range c.Requests() {
+		assert.NotContains(t, []string{"key-a", "key-b"}, r.Header.Get("X-Session-API-Key"), "a key travels only to its own server")
+	}
+}
+
+// TestFlappingTargetKeepsItsSession lists a server, drops it, lists it
+// again within grace, many times: its one session neither ends nor
+// starts again.
+func TestFlappingTargetKeepsItsSession(t *testing.T) {
+	a := startKeyedStub(t, "key-a")
+	conv := createConversation(t, a.Server)
+	file := newSDFile(t, "agents.yaml")
+	file.write(a.group("red"))
+	cfg := withFileSD(targetsConfig(), file.path)
+	cfg.Targets.Grace = time.Minute
+	h := startHarness(t, cfg)
+	h.waitLive(conv, 1)
+	for range 10 {
+		file.writeRaw([]byte("[]"))
+		time.Sleep(30 * time.Millisecond) // about one refresh; a flap, not an assertion
+		file.write(a.group("red"))
+		time.Sleep(30 * time.Millisecond)
+	}
+	mustAppend(t, conv, oh.MessageEvent("user", "still here"))
+	h.waitTypes(conv.ID(), "x.openhands.message.event")
+	evs := h.session(conv.ID())
+	assert.Equal(t, 1, count(evs, "session.started"))
+	assert.Zero(t, count(evs, "session.ended"))
+	assert.Equal(t, 1, count(evs, "state.snapshot"), "one socket all along")
+}
+
+// TestHTTPSDFailingSourceEndsNothing serves targets over http_sd, then
+// fails (500, garbage, a body past max_bytes): the last good set stands.
+func TestHTTPSDFailingSourceEndsNothing(t *testing.T) {
+	a := startKeyedStub(t, "key-a")
+	conv := createConversation(t, a.Server)
+	sd := startSDServer(t)
+	sd.serve(t, a.group("red"))
+	cfg := withHTTPSD(targetsConfig(), sd.URL)
+	cfg.Targets.HTTPSD[0].MaxBytes = 4096
+	h := startHarness(t, cfg)
+	h.waitLive(conv, 1)
+	for _, fail := range []struct {
+		status int
+		body   string
+	}{
+		{http.StatusInternalServerError, "[]"},
+		{http.StatusOK, "not json"},
+		{http.StatusOK, `[{"targets":[],"labels":{"pad":"` + strings.Repeat("x", 5000) + `"}}]`},
+	} {
+		sd.answer(fail.status, []byte(fail.body))
+		time.Sleep(200 * time.Millisecond) // several refreshes of the failing source
+	}
+	mustAppend(t, conv, oh.MessageEvent("user", "still observed"))
+	h.waitTypes(conv.ID(), "x.openhands.message.event")
+	assert.Zero(t, count(h.session(conv.ID()), "session.ended"), "a failed refresh never ends a session")
+
+	sd.serve(t) // a good, empty set: a goes, alive, after grace
+	waitSockets(t, conv, 0)
+}
+
+// TestHTTPSDRefusesRedirects: a source that redirects is a failed
+// refresh; its headers never reach the host the redirect names.
+func TestHTTPSDRefusesRedirects(t *testing.T) {
+	var mu sync.Mutex
+	var elsewhere []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		elsewhere = append(elsewhere, r.Header.Get("X-Api-Key"))
+		mu.Unlock()
+		_, _ = w.Write([]byte("[]"))
+	}))
+	defer other.Close()
+	sd := httptest.NewServer(http.RedirectHandler(other.URL, http.StatusFound))
+	defer sd.Close()
+	cfg := withHTTPSD(targetsConfig(), sd.URL)
+	cfg.Targets.HTTPSD[0].Headers.Set("X-Api-Key", "sd-secret")
+	h := startHarness(t, cfg)
+	require.Eventually(t, func() bool { return h.host.last() == componentstatus.StatusOK || h.host.last() == componentstatus.StatusNone },
+		waitFor, tick)
+	time.Sleep(100 * time.Millisecond) // several refreshes
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Empty(t, elsewhere, "no request followed the redirect")
+}
+
+// TestMaxTargetsQueuesTheRest lists three servers with room for one: one
+// is watched, the health says the others wait, and each gets its turn as
+// the one before vanishes.
+func TestMaxTargetsQueuesTheRest(t *testing.T) {
+	stubs := []keyedStub{startKeyedStub(t, "k0"), startKeyedStub(t, "k1"), startKeyedStub(t, "k2")}
+	var convs []*oh.Conversation
+	var groups []targets.Group
+	for _, s := range stubs {
+		convs = append(convs, createConversation(t, s.Server))
+		groups = append(groups, s.group("red"))
+	}
+	file := newSDFile(t, "agents.json")
+	file.write(groups...)
+	cfg := withFileSD(targetsConfig(), file.path)
+	cfg.Targets.MaxTargets = 1
+	h := startHarness(t, cfg)
+	for i := range stubs {
+		h.waitLive(convs[i], 1)
+		require.Eventually(t, func() bool { return (h.host.last() == componentstatus.StatusRecoverableError) == (i < 2) }, waitFor, tick)
+		for _, later := range convs[i+1:] {
+			assert.Empty(t, h.session(later.ID()), "one server watched at once")
+		}
+		file.write(groups[i+1:]...)
+		waitSockets(t, convs[i], 0)
+	}
+}
+
+// TestKeyLabels reads keys from a file in session_api_key_dir and from
+// an environment variable under the prefix, and refuses any other file or
+// variable.
+func TestKeyLabels(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.key"), []byte("key-a\n"), 0o600))
+	outside := filepath.Join(t.TempDir(), "secret")
+	require.NoError(t, os.WriteFile(outside, []byte("not yours"), 0o600))
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "link")))
+	t.Setenv("OPENHANDS_KEY_B", "key-b")
+	t.Setenv("OTHER_SECRET", "not yours")
+	p := &targetPool{cfg: &TargetsConfig{SessionAPIKeyDir: dir, SessionAPIKeyEnvPrefix: "OPENHANDS_KEY_"}}
+	for _, tc := range []struct {
+		ref  targets.KeyRef
+		want string
+		err  bool
+	}{
+		{ref: targets.KeyRef{Source: targets.KeyInline, Value: "k"}, want: "k"},
+		{ref: targets.KeyRef{Source: targets.KeyFile, Value: "a.key"}, want: "key-a"},
+		{ref: targets.KeyRef{Source: targets.KeyFile, Value: "../" + filepath.Base(filepath.Dir(outside)) + "/secret"}, err: true},
+		{ref: targets.KeyRef{Source: targets.KeyFile, Value: outside}, err: true},
+		{ref: targets.KeyRef{Source: targets.KeyFile, Value: "link"}, err: true},
+		{ref: targets.KeyRef{Source: targets.KeyEnv, Value: "OPENHANDS_KEY_B"}, want: "key-b"},
+		{ref: targets.KeyRef{Source: targets.KeyEnv, Value: "OTHER_SECRET"}, err: true},
+		{ref: targets.KeyRef{}, want: ""},
+	} {
+		got, err := p.keyOf(tc.ref)
+		if tc.err {
+			assert.Error(t, err, "%s %s", tc.ref, tc.ref.Value)
+			continue
+		}
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, string(got))
+	}
+	unset := &targetPool{cfg: &TargetsConfig{}}
+	_, err := unset.keyOf(targets.KeyRef{Source: targets.KeyFile, Value: "a.key"})
+	assert.ErrorContains(t, err, "session_api_key_dir is not set")
+	_, err = unset.keyOf(targets.KeyRef{Source: targets.KeyEnv, Value: "OPENHANDS_KEY_B"})
+	assert.Error(t, err)
+}
+
+// TestSourceBounds: a file over max_bytes or listing past max_targets
+// fails the refresh.
+func TestSourceBounds(t *testing.T) {
+	file := newSDFile(t, "agents.json")
+	src := newFileSource(0, FileSDConfig{Files: []string{file.path}, SourceLimits: SourceLimits{MaxTargets: 2, MaxBytes: 200}})
+	file.writeRaw([]byte(`[{"targets":["a:1","b:1"]}]`))
+	u := src.refresh(context.Background(), 0)
+	require.NoError(t, u.err)
+	assert.Len(t, u.targets, 2)
+	file.writeRaw([]byte(`[{"targets":["a:1","b:1","c:1"]}]`))
+	assert.ErrorContains(t, src.refresh(context.Background(), 0).err, "more than 2 targets")
+	file.writeRaw([]byte(`[{"targets":["` + strings.Repeat("a", 300) + `"]}]`))
+	assert.ErrorContains(t, src.refresh(context.Background(), 0).err, "larger than max_bytes")
+	require.NoError(t, os.Remove(file.path))
+	u = src.refresh(context.Background(), 0)
+	require.NoError(t, u.err)
+	assert.Empty(t, u.targets, "a file gone lists no targets")
+}
