@@ -358,4 +358,3 @@ func (p *targetPool) keyOf(ref targets.KeyRef) (configopaque.String, error) {
 	}
 	return "", nil
 }
-

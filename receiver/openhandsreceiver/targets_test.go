@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -184,10 +185,10 @@ func TestFlappingTargetKeepsItsSession(t *testing.T) {
 	file := newSDFile(t, "agents.yaml")
 	file.write(a.group("red"))
 	cfg := withFileSD(targetsConfig(), file.path)
-	cfg.Targets.Grace = time.Minute
+	cfg.Targets.Grace = 1500 * time.Millisecond // shorter than the flapping, longer than one flap
 	h := startHarness(t, cfg)
 	h.waitLive(conv, 1)
-	for range 10 {
+	for range 30 {
 		file.writeRaw([]byte("[]"))
 		time.Sleep(30 * time.Millisecond) // about one refresh; a flap, not an assertion
 		file.write(a.group("red"))
@@ -243,14 +244,17 @@ func TestHTTPSDRefusesRedirects(t *testing.T) {
 		_, _ = w.Write([]byte("[]"))
 	}))
 	defer other.Close()
-	sd := httptest.NewServer(http.RedirectHandler(other.URL, http.StatusFound))
+	var asked atomic.Int32
+	redirect := http.RedirectHandler(other.URL, http.StatusFound)
+	sd := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		redirect.ServeHTTP(w, r)
+	}))
 	defer sd.Close()
 	cfg := withHTTPSD(targetsConfig(), sd.URL)
 	cfg.Targets.HTTPSD[0].Headers.Set("X-Api-Key", "sd-secret")
-	h := startHarness(t, cfg)
-	require.Eventually(t, func() bool { return h.host.last() == componentstatus.StatusOK || h.host.last() == componentstatus.StatusNone },
-		waitFor, tick)
-	time.Sleep(100 * time.Millisecond) // several refreshes
+	startHarness(t, cfg)
+	require.Eventually(t, func() bool { return asked.Load() >= 3 }, waitFor, tick, "the source is refreshed")
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Empty(t, elsewhere, "no request followed the redirect")
