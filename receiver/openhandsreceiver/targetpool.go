@@ -145,6 +145,7 @@ func (p *targetPool) run(ctx context.Context) {
 // take applies one refresh: a failed one changes nothing.
 func (p *targetPool) take(ctx context.Context, u sourceUpdate) {
 	name := p.sources[u.index].name
+	p.r.tel.refreshed(ctx, name, u.err)
 	if u.err != nil {
 		p.rl.Warn("refresh:"+name, "target source refresh failed; its last good set stands",
 			zap.String("source", name), zap.Error(u.err))
@@ -200,6 +201,13 @@ func (p *targetPool) attachWaiting(ctx context.Context) {
 			p.rl.Warn("attach:"+t.ID, "cannot watch a discovered agent server", zap.String("server", t.ID), zap.Error(err))
 		}
 	}
+	draining := 0
+	for _, wt := range p.watched {
+		if !wt.vanishedAt.IsZero() {
+			draining++
+		}
+	}
+	p.r.tel.targetStates(ctx, len(p.watched)-draining, draining, len(p.pending))
 	waiting := 0
 	if len(p.watched) >= p.maxTargets {
 		waiting = len(p.pending)

@@ -3,6 +3,7 @@ package openhandsreceiver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -107,6 +108,16 @@ func (s *sdServer) answer(status int, body []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.status, s.body = status, body
+}
+
+// lastErr is the error of the last status reported.
+func (h *statusHost) lastErr() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.events) == 0 {
+		return nil
+	}
+	return h.events[len(h.events)-1].Err()
 }
 
 func withHTTPSD(cfg *Config, url string) *Config {
@@ -227,6 +238,7 @@ func TestHTTPSDFailingSourceEndsNothing(t *testing.T) {
 	mustAppend(t, conv, oh.MessageEvent("user", "still observed"))
 	h.waitTypes(conv.ID(), "x.openhands.message.event")
 	assert.Zero(t, count(h.session(conv.ID()), "session.ended"), "a failed refresh never ends a session")
+	assert.Positive(t, h.metric("otelcol_openhands_target_refreshes", "outcome", "failed"))
 
 	sd.serve(t) // a good, empty set: a goes, alive, after grace
 	waitSockets(t, conv, 0)
@@ -345,4 +357,24 @@ func TestSourceBounds(t *testing.T) {
 	u = src.refresh(context.Background(), 0)
 	require.NoError(t, u.err)
 	assert.Empty(t, u.targets, "a file gone lists no targets")
+}
+
+// TestFiveThousandTargetsWaitTheirTurn lists 5,000 servers: only
+// max_targets are watched, the rest wait, visibly.
+func TestFiveThousandTargetsWaitTheirTurn(t *testing.T) {
+	groups := make([]targets.Group, 1)
+	for i := range 5000 { // loopback addresses nothing listens on
+		groups[0].Targets = append(groups[0].Targets, fmt.Sprintf("127.77.%d.%d:9", i/250, i%250+1))
+	}
+	sd := startSDServer(t)
+	sd.serve(t, groups...)
+	cfg := withHTTPSD(targetsConfig(), sd.URL)
+	cfg.PollInterval = time.Minute
+	cfg.Targets.MaxTargets = 50
+	h := startHarness(t, cfg)
+	require.Eventually(t, func() bool {
+		return strings.Contains(fmt.Sprint(h.host.lastErr()), "4950 discovered agent servers wait")
+	}, waitFor, tick)
+	assert.Equal(t, int64(50), h.metric("otelcol_openhands_targets", "state", "watched"))
+	assert.Equal(t, int64(4950), h.metric("otelcol_openhands_targets", "state", "waiting"))
 }
