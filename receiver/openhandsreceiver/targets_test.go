@@ -378,3 +378,21 @@ func TestFiveThousandTargetsWaitTheirTurn(t *testing.T) {
 	assert.Equal(t, int64(50), h.metric("otelcol_openhands_targets", "state", "watched"))
 	assert.Equal(t, int64(4950), h.metric("otelcol_openhands_targets", "state", "waiting"))
 }
+
+// TestREADMETargetDocumentsParse reads every ```json block of the README,
+// each a service-discovery document: every target in it is watchable.
+func TestREADMETargetDocumentsParse(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	blocks := strings.Split(string(readme), "```json\n")[1:]
+	require.NotEmpty(t, blocks)
+	for _, block := range blocks {
+		doc, _, ok := strings.Cut(block, "```")
+		require.True(t, ok)
+		groups, err := targets.Parse([]byte(doc), sourceLimits(SourceLimits{}.withDefaults()))
+		require.NoError(t, err, doc)
+		set, skipped := targets.Resolve(groups)
+		assert.Empty(t, skipped, doc)
+		assert.NotEmpty(t, set, doc)
+	}
+}

@@ -252,6 +252,7 @@ var exampleEnv = map[string]string{
 	"AEP_TOKEN":          "example-relay-token",
 	"AEP_INGEST_TOKEN":   "example-ingest-token",
 	"OH_SESSION_API_KEY": "example-session-key",
+	"POD_NAME":           "otelcol-openhands-0",
 	"SHARD_INDEX":        "0",
 }
 
