@@ -229,6 +229,10 @@ func (p *targetPool) attach(ctx context.Context, t targets.Target) error {
 	if err != nil {
 		return fmt.Errorf("session key from %s: %w", t.Key, err)
 	}
+	if key != "" && endpoint.Plaintext(t.Endpoint) {
+		p.rl.Warn("plaintext", "a discovered agent server's session key travels in the clear (http to a host that is not loopback)",
+			zap.String("server", t.ID))
+	}
 	sc := ServerConfig{SessionAPIKey: key, Name: t.ID, Socket: p.cfg.Socket}
 	sc.Endpoint = t.Endpoint
 	sc.Timeout = p.cfg.Timeout

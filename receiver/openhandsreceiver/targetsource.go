@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -176,7 +177,11 @@ func newHTTPSource(ctx context.Context, host component.Host, set component.Telem
 			req.Header.Set("Accept", "application/json")
 			resp, err := client.Do(req)
 			if err != nil {
-				return nil, err
+				var ue *url.Error
+				if errors.As(err, &ue) {
+					err = ue.Err // without the URL: its query may carry a token
+				}
+				return nil, fmt.Errorf("GET: %w", err)
 			}
 			defer resp.Body.Close()
 			if resp.StatusCode != http.StatusOK {
