@@ -98,17 +98,32 @@ func (r *openhandsReceiver) newTargetPool(ctx context.Context, host component.Ho
 		p.sources = append(p.sources, newFileSource(i, f))
 	}
 	for i, h := range cfg.HTTPSD {
-		s, err := newHTTPSource(ctx, host, r.set.TelemetrySettings, i, h)
-		if err != nil {
+		if err := p.addSource(newHTTPSource(ctx, host, r.set.TelemetrySettings, i, h)); err != nil {
 			return nil, err
 		}
-		p.sources = append(p.sources, s)
+	}
+	for i, h := range cfg.RuntimeAPI {
+		if err := p.addSource(newRuntimeAPISource(ctx, host, r.set.TelemetrySettings, i, h)); err != nil {
+			return nil, err
+		}
+	}
+	for i, h := range cfg.AppServer {
+		if err := p.addSource(newAppServerSource(ctx, host, r.set.TelemetrySettings, i, h)); err != nil {
+			return nil, err
+		}
 	}
 	p.sets = make([][]targets.Target, len(p.sources))
 	p.logger.Info("watching discovered agent servers",
 		zap.Int("sources", len(p.sources)), zap.Int("max_targets", p.maxTargets),
 		zap.Int("max_conversations", p.conversations), zap.Float64("attach_rate", rateLimit))
 	return p, nil
+}
+
+func (p *targetPool) addSource(s *targetSource, err error) error {
+	if err == nil {
+		p.sources = append(p.sources, s)
+	}
+	return err
 }
 
 func (p *targetPool) run(ctx context.Context) {

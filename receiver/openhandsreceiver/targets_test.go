@@ -396,3 +396,74 @@ func TestREADMETargetDocumentsParse(t *testing.T) {
 		assert.NotEmpty(t, set, doc)
 	}
 }
+
+// TestRuntimeAPISource watches the running runtimes a runtime API lists,
+// with each runtime's own key, and ends the sessions of one that stops.
+func TestRuntimeAPISource(t *testing.T) {
+	a, b, paused := startKeyedStub(t, "key-a"), startKeyedStub(t, "key-b"), startKeyedStub(t, "key-p")
+	convA, convB, convP := createConversation(t, a.Server), createConversation(t, b.Server), createConversation(t, paused.Server)
+	api := oh.StartRuntimeAPI(t, "runtime-api-key")
+	runtimes := []oh.Runtime{
+		{ID: "r-a", SessionID: "sb-a", URL: a.URL(), SessionAPIKey: a.key, Status: "running"},
+		{ID: "r-b", SessionID: "sb-b", URL: b.URL(), SessionAPIKey: b.key, Status: "running"},
+		{ID: "r-p", SessionID: "sb-p", URL: paused.URL(), SessionAPIKey: paused.key, Status: "paused"},
+	}
+	api.SetRuntimes(runtimes...)
+	cfg := targetsConfig()
+	src := RuntimeAPIConfig{APIKey: "runtime-api-key", SourceLimits: SourceLimits{RefreshInterval: 20 * time.Millisecond}}
+	src.Endpoint = api.URL
+	cfg.Targets.RuntimeAPI = []RuntimeAPIConfig{src}
+	h := startHarness(t, cfg)
+	h.waitLive(convA, 1)
+	h.waitLive(convB, 1)
+	assert.Equal(t, "sb-a", h.resourceOf(convA.ID(), "sandbox_id"))
+	assert.Equal(t, "r-b", h.resourceOf(convB.ID(), "runtime_id"))
+
+	b.Close()
+	api.SetRuntimes(runtimes[0], runtimes[2])
+	h.waitTypes(convB.ID(), "session.ended")
+	assert.Empty(t, h.session(convP.ID()), "a paused runtime is not watched")
+	h.validate()
+}
+
+// TestAppServerSource pages an app server's sandbox search and watches
+// its RUNNING sandboxes only.
+func TestAppServerSource(t *testing.T) {
+	a, b := startKeyedStub(t, "key-a"), startKeyedStub(t, "key-b")
+	convA, convB := createConversation(t, a.Server), createConversation(t, b.Server)
+	app := oh.StartAppServer(t, "app-key")
+	var sandboxes []oh.Sandbox
+	for i := range 150 { // two pages, the running ones on each
+		sandboxes = append(sandboxes, oh.Sandbox{ID: fmt.Sprintf("sb-%d", i), Status: "PAUSED"})
+	}
+	sandboxes[3] = oh.Sandbox{ID: "sb-a", UserID: "u-1", Status: "RUNNING", AgentServerURL: a.URL(), SessionAPIKey: a.key}
+	sandboxes[120] = oh.Sandbox{ID: "sb-b", UserID: "u-2", Status: "RUNNING", AgentServerURL: b.URL(), SessionAPIKey: b.key}
+	app.SetSandboxes(sandboxes...)
+	cfg := targetsConfig()
+	src := AppServerConfig{SessionAPIKey: "app-key", SourceLimits: SourceLimits{RefreshInterval: 20 * time.Millisecond}}
+	src.Endpoint = app.URL
+	cfg.Targets.AppServer = []AppServerConfig{src}
+	h := startHarness(t, cfg)
+	h.waitLive(convA, 1)
+	h.waitLive(convB, 1)
+	assert.Equal(t, "u-2", h.resourceOf(convB.ID(), "user_id"))
+	assert.Equal(t, int64(2), h.metric("otelcol_openhands_targets", "state", "watched"))
+}
+
+// TestControlPlaneRefusingOurKey: a runtime API that answers
+// 401 fails every refresh; nothing is watched, the failures are counted.
+func TestControlPlaneRefusingOurKey(t *testing.T) {
+	a := startKeyedStub(t, "key-a")
+	api := oh.StartRuntimeAPI(t, "the-real-key")
+	api.SetRuntimes(oh.Runtime{ID: "r-a", URL: a.URL(), SessionAPIKey: a.key, Status: "running"})
+	cfg := targetsConfig()
+	src := RuntimeAPIConfig{APIKey: "a-wrong-key", SourceLimits: SourceLimits{RefreshInterval: 20 * time.Millisecond}}
+	src.Endpoint = api.URL
+	cfg.Targets.RuntimeAPI = []RuntimeAPIConfig{src}
+	h := startHarness(t, cfg)
+	require.Eventually(t, func() bool {
+		return h.metric("otelcol_openhands_target_refreshes", "outcome", "failed") >= 3
+	}, waitFor, tick)
+	assert.Zero(t, h.metric("otelcol_openhands_targets", "state", "watched"))
+	assert.Empty(t, a.Requests(), "no target of a refused listing is reached")
+}

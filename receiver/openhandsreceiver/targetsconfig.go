@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/config/configtls"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/configcheck"
@@ -24,6 +25,12 @@ type TargetsConfig struct {
 	// HTTPSD are Prometheus http_sd URLs (the OpenTelemetry Operator's
 	// Target Allocator serves one per collector).
 	HTTPSD []HTTPSDConfig `mapstructure:"http_sd"`
+	// RuntimeAPI are OpenHands runtime APIs (GET {endpoint}/list): every
+	// running runtime, for all users.
+	RuntimeAPI []RuntimeAPIConfig `mapstructure:"runtime_api"`
+	// AppServer are OpenHands app servers (GET /api/v1/sandboxes/search):
+	// their running sandboxes.
+	AppServer []AppServerConfig `mapstructure:"app_server"`
 	// Socket is servers[].socket for every target.
 	Socket string `mapstructure:"socket"`
 	// Timeout bounds each REST call and socket handshake of a target.
@@ -84,6 +91,27 @@ type HTTPSDConfig struct {
 	_ struct{}
 }
 
+// RuntimeAPIConfig is one OpenHands runtime API.
+type RuntimeAPIConfig struct {
+	confighttp.ClientConfig `mapstructure:",squash"`
+	// APIKey is sent as X-API-Key.
+	APIKey       configopaque.String `mapstructure:"api_key"`
+	SourceLimits `mapstructure:",squash"`
+
+	_ struct{}
+}
+
+// AppServerConfig is one OpenHands app server.
+type AppServerConfig struct {
+	confighttp.ClientConfig `mapstructure:",squash"`
+	// SessionAPIKey is sent as X-Session-API-Key, when the app server has
+	// one.
+	SessionAPIKey configopaque.String `mapstructure:"session_api_key"`
+	SourceLimits  `mapstructure:",squash"`
+
+	_ struct{}
+}
+
 const (
 	defaultTargetConversations = 4
 	defaultAttachRate          = 10
@@ -93,7 +121,9 @@ const (
 	defaultSourceMaxBytes      = 8 << 20
 )
 
-func (c *TargetsConfig) configured() bool { return len(c.FileSD)+len(c.HTTPSD) > 0 }
+func (c *TargetsConfig) configured() bool {
+	return len(c.FileSD)+len(c.HTTPSD)+len(c.RuntimeAPI)+len(c.AppServer) > 0
+}
 
 func (c *TargetsConfig) maxConversations() int {
 	return cmp.Or(c.MaxConversations, defaultTargetConversations)
@@ -138,12 +168,13 @@ func (c *TargetsConfig) validate() []error {
 		errs = append(errs, f.validate(prefix)...)
 	}
 	for i, h := range c.HTTPSD {
-		prefix := fmt.Sprintf("targets.http_sd[%d].", i)
-		if err := endpoint.Validate(h.Endpoint); err != nil {
-			errs = append(errs, fmt.Errorf("%sendpoint: %w", prefix, err))
-		}
-		errs = append(errs, configcheck.Check(configcheck.HTTPClientDurations(prefix, &h.ClientConfig)...)...)
-		errs = append(errs, h.validate(prefix)...)
+		errs = append(errs, validateHTTPSource(fmt.Sprintf("targets.http_sd[%d].", i), &h.ClientConfig, h.SourceLimits, endpoint.Validate)...)
+	}
+	for i, h := range c.RuntimeAPI {
+		errs = append(errs, validateHTTPSource(fmt.Sprintf("targets.runtime_api[%d].", i), &h.ClientConfig, h.SourceLimits, validateBase)...)
+	}
+	for i, h := range c.AppServer {
+		errs = append(errs, validateHTTPSource(fmt.Sprintf("targets.app_server[%d].", i), &h.ClientConfig, h.SourceLimits, validateBase)...)
 	}
 	switch c.Socket {
 	case "", socketAuto, socketEvents, socketSession:
@@ -166,4 +197,20 @@ func (c *TargetsConfig) validate() []error {
 		errs = append(errs, errors.New("targets.session_api_key_dir: must be an absolute path"))
 	}
 	return errs
+}
+
+// validateHTTPSource checks a source read over HTTP.
+func validateHTTPSource(prefix string, client *confighttp.ClientConfig, l SourceLimits, validEndpoint func(string) error) []error {
+	var errs []error
+	if err := validEndpoint(client.Endpoint); err != nil {
+		errs = append(errs, fmt.Errorf("%sendpoint: %w", prefix, err))
+	}
+	errs = append(errs, configcheck.Check(configcheck.HTTPClientDurations(prefix, client)...)...)
+	return append(errs, l.validate(prefix)...)
+}
+
+// validateBase accepts a base URL that paths and queries are added to.
+func validateBase(s string) error {
+	_, err := endpoint.ParseBase(s)
+	return err
 }

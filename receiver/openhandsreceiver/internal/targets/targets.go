@@ -115,30 +115,38 @@ func Parse(data []byte, lim Limits) ([]Group, error) {
 	if err != nil {
 		return nil, fmt.Errorf("not a list of target groups: %w", err)
 	}
+	if err := lim.check(groups); err != nil {
+		return nil, err
+	}
+	return groups, nil
+}
+
+// check holds groups to the limits.
+func (lim Limits) check(groups []Group) error {
 	listed := 0
 	for i, g := range groups {
 		listed += len(g.Targets)
 		if listed > lim.MaxTargets {
-			return nil, fmt.Errorf("lists more than %d targets", lim.MaxTargets)
+			return fmt.Errorf("lists more than %d targets", lim.MaxTargets)
 		}
 		if len(g.Labels) > lim.MaxLabels {
-			return nil, fmt.Errorf("group %d: more than %d labels", i, lim.MaxLabels)
+			return fmt.Errorf("group %d: more than %d labels", i, lim.MaxLabels)
 		}
 		for name, value := range g.Labels {
 			if !labelName.MatchString(name) {
-				return nil, fmt.Errorf("group %d: %q is not a label name", i, name)
+				return fmt.Errorf("group %d: %q is not a label name", i, name)
 			}
 			if len(value) > lim.MaxValueBytes {
-				return nil, fmt.Errorf("group %d: label %s is longer than %d bytes", i, name, lim.MaxValueBytes)
+				return fmt.Errorf("group %d: label %s is longer than %d bytes", i, name, lim.MaxValueBytes)
 			}
 		}
 		for _, t := range g.Targets {
 			if len(t) > lim.MaxValueBytes {
-				return nil, fmt.Errorf("group %d: a target is longer than %d bytes", i, lim.MaxValueBytes)
+				return fmt.Errorf("group %d: a target is longer than %d bytes", i, lim.MaxValueBytes)
 			}
 		}
 	}
-	return groups, nil
+	return nil
 }
 
 // Resolve turns groups into targets, the first listing of an endpoint

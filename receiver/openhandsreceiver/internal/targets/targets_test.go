@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var lim = Limits{MaxTargets: 4, MaxLabels: 3, MaxValueBytes: 64}
+var lim = Limits{MaxTargets: 4, MaxLabels: 4, MaxValueBytes: 64}
 
 func TestParse(t *testing.T) {
 	for _, tc := range []struct {
@@ -24,7 +24,7 @@ func TestParse(t *testing.T) {
 		{name: "empty list", doc: "[]", want: []Group{}},
 		{name: "not a list", doc: `{"targets":[]}`, err: "not a list of target groups"},
 		{name: "too many targets across groups", doc: `[{"targets":["a:1","b:1","c:1"]},{"targets":["d:1","e:1"]}]`, err: "more than 4 targets"},
-		{name: "too many labels", doc: `[{"targets":[],"labels":{"a":"","b":"","c":"","d":""}}]`, err: "more than 3 labels"},
+		{name: "too many labels", doc: `[{"targets":[],"labels":{"a":"","b":"","c":"","d":"","e":""}}]`, err: "more than 4 labels"},
 		{name: "bad label name", doc: `[{"targets":[],"labels":{"te.am":"x"}}]`, err: `"te.am" is not a label name`},
 		{name: "long value", doc: `[{"targets":[],"labels":{"a":"` + strings.Repeat("v", 65) + `"}}]`, err: "label a is longer than 64 bytes"},
 		{name: "long target", doc: `[{"targets":["` + strings.Repeat("h", 65) + `"]}]`, err: "a target is longer than 64 bytes"},
