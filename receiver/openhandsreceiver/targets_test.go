@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -466,4 +467,26 @@ func TestControlPlaneRefusingOurKey(t *testing.T) {
 	}, waitFor, tick)
 	assert.Zero(t, h.metric("otelcol_openhands_targets", "state", "watched"))
 	assert.Empty(t, a.Requests(), "no target of a refused listing is reached")
+}
+
+// TestRekeyedTargetStartsAfresh lists a server under a new key: its
+// session under the old key ends, and a new one starts under the new.
+func TestRekeyedTargetStartsAfresh(t *testing.T) {
+	s := oh.Start(t, oh.Config{SessionAPIKeys: []string{"old-key", "new-key"}})
+	conv := createConversation(t, s)
+	file := newSDFile(t, "agents.json")
+	listed := func(key string) targets.Group {
+		return targets.Group{Targets: []string{s.Addr()}, Labels: map[string]string{targets.LabelKey: key}}
+	}
+	file.write(listed("old-key"))
+	h := startHarness(t, withFileSD(targetsConfig(), file.path))
+	h.waitLive(conv, 1)
+	file.write(listed("new-key"))
+	h.waitLive(conv, 2)
+	evs := h.session(conv.ID())
+	assert.Equal(t, 2, count(evs, "session.started"))
+	assert.Equal(t, 1, count(evs, "session.ended"))
+	assert.True(t, slices.ContainsFunc(s.Requests(), func(r oh.Request) bool { return r.Header.Get("X-Session-API-Key") == "new-key" }),
+		"the new key is used")
+	h.validate()
 }
