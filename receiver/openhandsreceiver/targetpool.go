@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -129,17 +130,13 @@ func (p *targetPool) addSource(s *targetSource, err error) error {
 func (p *targetPool) run(ctx context.Context) {
 	updates := make(chan sourceUpdate)
 	sourcesCtx, stopSources := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i, s := range p.sources {
-			go s.run(sourcesCtx, i, updates)
-		}
-		<-sourcesCtx.Done()
-	}()
+	var sources sync.WaitGroup
+	for i, s := range p.sources {
+		sources.Go(func() { s.run(sourcesCtx, i, updates) })
+	}
 	defer func() {
 		stopSources()
-		<-done
+		sources.Wait()
 		p.stopAll()
 	}()
 	t := time.NewTicker(poolTick)

@@ -106,14 +106,12 @@ var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 func Parse(data []byte, lim Limits) ([]Group, error) {
 	var groups []Group
 	trimmed := bytes.TrimSpace(data)
-	var err error
-	if len(trimmed) > 0 && trimmed[0] == '[' {
-		err = json.Unmarshal(trimmed, &groups)
-	} else {
-		err = yaml.Unmarshal(trimmed, &groups)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("not a list of target groups: %w", err)
+	// JSON, the common case, decodes fast; YAML (a superset) takes the rest.
+	if len(trimmed) == 0 || trimmed[0] != '[' || json.Unmarshal(trimmed, &groups) != nil {
+		groups = nil
+		if err := yaml.Unmarshal(trimmed, &groups); err != nil {
+			return nil, fmt.Errorf("not a list of target groups: %w", err)
+		}
 	}
 	if err := lim.check(groups); err != nil {
 		return nil, err

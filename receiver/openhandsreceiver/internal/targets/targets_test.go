@@ -22,6 +22,7 @@ func TestParse(t *testing.T) {
 			want: []Group{{Targets: []string{"a:1"}, Labels: map[string]string{"team": "x"}}}},
 		{name: "empty is no targets", doc: "", want: nil},
 		{name: "empty list", doc: "[]", want: []Group{}},
+		{name: "yaml flow", doc: "[{targets: [a:1]}]", want: []Group{{Targets: []string{"a:1"}}}},
 		{name: "not a list", doc: `{"targets":[]}`, err: "not a list of target groups"},
 		{name: "too many targets across groups", doc: `[{"targets":["a:1","b:1","c:1"]},{"targets":["d:1","e:1"]}]`, err: "more than 4 targets"},
 		{name: "too many labels", doc: `[{"targets":[],"labels":{"a":"","b":"","c":"","d":"","e":""}}]`, err: "more than 4 labels"},
