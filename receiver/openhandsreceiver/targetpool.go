@@ -255,11 +255,11 @@ func (p *targetPool) attach(ctx context.Context, t targets.Target) error {
 	}
 	w := p.r.newServerWatch(api, epoch.Process.Next())
 	w.maxConversations = p.conversations
+	// A label name has no dot (Prometheus' grammar, targets.Parse), so it
+	// never replaces the dotted attributes the receiver sets.
 	attrs := w.sessions.resource.Attributes()
 	for k, v := range t.Attributes {
-		if _, taken := attrs.Get(k); !taken { // a label never renames the server
-			attrs.PutStr(k, v)
-		}
+		attrs.PutStr(k, v)
 	}
 	wt := &watchedTarget{target: t, watch: w, done: make(chan struct{})}
 	w.health = func(server string, aspect healthAspect, err error) {

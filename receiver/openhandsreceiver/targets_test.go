@@ -490,3 +490,52 @@ func TestRekeyedTargetStartsAfresh(t *testing.T) {
 		"the new key is used")
 	h.validate()
 }
+
+// TestVanishedIdleTargetGoesAtOnce: a server with no open session is let
+// go as soon as no source lists it, grace or not.
+func TestVanishedIdleTargetGoesAtOnce(t *testing.T) {
+	a := startKeyedStub(t, "key-a")
+	file := newSDFile(t, "agents.json")
+	file.write(a.group("red"))
+	cfg := withFileSD(targetsConfig(), file.path)
+	cfg.Targets.Grace = time.Hour
+	h := startHarness(t, cfg)
+	require.Eventually(t, func() bool { return h.metric("otelcol_openhands_targets", "state", "watched") == 1 }, waitFor, tick)
+	file.write()
+	require.Eventually(t, func() bool {
+		return h.metric("otelcol_openhands_targets", "state", "watched")+h.metric("otelcol_openhands_targets", "state", "draining") == 0
+	}, waitFor, tick)
+}
+
+// TestStaticShardsSpreadTargetConversations: two replicas given the same
+// targets and shard.count 2 observe each conversation exactly once
+// between them.
+func TestStaticShardsSpreadTargetConversations(t *testing.T) {
+	a := startKeyedStub(t, "key-a")
+	var convs []*oh.Conversation
+	for range 8 {
+		convs = append(convs, createConversation(t, a.Server))
+	}
+	file := newSDFile(t, "agents.json")
+	file.write(a.group("red"))
+	var replicas []*harness
+	for i := range 2 {
+		cfg := withFileSD(targetsConfig(), file.path)
+		cfg.Shard = ShardConfig{Index: ptr(i), Count: 2}
+		cfg.Targets.MaxConversations = len(convs)
+		replicas = append(replicas, startHarness(t, cfg))
+	}
+	for _, conv := range convs {
+		owner := replicas[shardOf(conv.ID(), 2)]
+		owner.waitLive(conv, 1)
+	}
+	for _, conv := range convs {
+		observers := 0
+		for _, h := range replicas {
+			if len(h.session(conv.ID())) > 0 {
+				observers++
+			}
+		}
+		assert.Equal(t, 1, observers, "conversation %s", conv.ID())
+	}
+}
