@@ -409,7 +409,7 @@ func TestRuntimeAPISource(t *testing.T) {
 		{ID: "r-b", SessionID: "sb-b", URL: b.URL(), SessionAPIKey: b.key, Status: "running"},
 		{ID: "r-p", SessionID: "sb-p", URL: paused.URL(), SessionAPIKey: paused.key, Status: "paused"},
 	}
-	api.SetRuntimes(runtimes...)
+	api.Set(runtimes...)
 	cfg := targetsConfig()
 	src := RuntimeAPIConfig{APIKey: "runtime-api-key", SourceLimits: SourceLimits{RefreshInterval: 20 * time.Millisecond}}
 	src.Endpoint = api.URL
@@ -421,7 +421,7 @@ func TestRuntimeAPISource(t *testing.T) {
 	assert.Equal(t, "r-b", h.resourceOf(convB.ID(), "runtime_id"))
 
 	b.Close()
-	api.SetRuntimes(runtimes[0], runtimes[2])
+	api.Set(runtimes[0], runtimes[2])
 	h.waitTypes(convB.ID(), "session.ended")
 	assert.Empty(t, h.session(convP.ID()), "a paused runtime is not watched")
 	h.validate()
@@ -439,7 +439,7 @@ func TestAppServerSource(t *testing.T) {
 	}
 	sandboxes[3] = oh.Sandbox{ID: "sb-a", UserID: "u-1", Status: "RUNNING", AgentServerURL: a.URL(), SessionAPIKey: a.key}
 	sandboxes[120] = oh.Sandbox{ID: "sb-b", UserID: "u-2", Status: "RUNNING", AgentServerURL: b.URL(), SessionAPIKey: b.key}
-	app.SetSandboxes(sandboxes...)
+	app.Set(sandboxes...)
 	cfg := targetsConfig()
 	src := AppServerConfig{SessionAPIKey: "app-key", SourceLimits: SourceLimits{RefreshInterval: 20 * time.Millisecond}}
 	src.Endpoint = app.URL
@@ -456,7 +456,7 @@ func TestAppServerSource(t *testing.T) {
 func TestControlPlaneRefusingOurKey(t *testing.T) {
 	a := startKeyedStub(t, "key-a")
 	api := oh.StartRuntimeAPI(t, "the-real-key")
-	api.SetRuntimes(oh.Runtime{ID: "r-a", URL: a.URL(), SessionAPIKey: a.key, Status: "running"})
+	api.Set(oh.Runtime{ID: "r-a", URL: a.URL(), SessionAPIKey: a.key, Status: "running"})
 	cfg := targetsConfig()
 	src := RuntimeAPIConfig{APIKey: "a-wrong-key", SourceLimits: SourceLimits{RefreshInterval: 20 * time.Millisecond}}
 	src.Endpoint = api.URL

@@ -21,44 +21,55 @@ type Runtime struct {
 	Status string
 }
 
-// RuntimeAPI is a stub runtime API on loopback.
-type RuntimeAPI struct {
+// listing is a stub control plane on loopback: the items it lists, which
+// a test replaces, behind a header check.
+type listing[T any] struct {
 	*httptest.Server
-	apiKey string
+	header, key string // the request must carry key in header ("" takes any)
 
-	mu       sync.Mutex
-	runtimes []Runtime
+	mu    sync.Mutex
+	items []T
 }
+
+func startListing[T any](tb testing.TB, header, key string, serve func(w http.ResponseWriter, r *http.Request, items []T)) *listing[T] {
+	l := &listing[T]{header: header, key: key}
+	l.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if l.key != "" && r.Header.Get(l.header) != l.key {
+			writeDetail(w, http.StatusUnauthorized, "Unauthorized")
+			return
+		}
+		l.mu.Lock()
+		items := append([]T(nil), l.items...)
+		l.mu.Unlock()
+		serve(w, r, items)
+	}))
+	tb.Cleanup(l.Close)
+	return l
+}
+
+// Set replaces what the listing answers.
+func (l *listing[T]) Set(items ...T) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.items = items
+}
+
+// RuntimeAPI is a stub runtime API: GET /list with X-API-Key.
+type RuntimeAPI struct{ *listing[Runtime] }
 
 // StartRuntimeAPI starts a runtime API that takes apiKey as X-API-Key,
 // closed when tb ends.
-func StartRuntimeAPI(tb testing.TB, apiKey string) *RuntimeAPI {
-	a := &RuntimeAPI{apiKey: apiKey}
-	a.Server = httptest.NewServer(http.HandlerFunc(a.serve))
-	tb.Cleanup(a.Close)
-	return a
+func StartRuntimeAPI(tb testing.TB, apiKey string) RuntimeAPI {
+	return RuntimeAPI{startListing(tb, "X-API-Key", apiKey, serveRuntimes)}
 }
 
-// SetRuntimes replaces what /list answers.
-func (a *RuntimeAPI) SetRuntimes(rs ...Runtime) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.runtimes = rs
-}
-
-func (a *RuntimeAPI) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("X-API-Key") != a.apiKey {
-		writeDetail(w, http.StatusUnauthorized, "Invalid API Key")
-		return
-	}
+func serveRuntimes(w http.ResponseWriter, r *http.Request, runtimes []Runtime) {
 	if r.Method != http.MethodGet || r.URL.Path != "/list" {
 		writeDetail(w, http.StatusNotFound, "Not Found")
 		return
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := make([]map[string]any, 0, len(a.runtimes))
-	for _, rt := range a.runtimes {
+	out := make([]map[string]any, 0, len(runtimes))
+	for _, rt := range runtimes {
 		out = append(out, map[string]any{
 			"runtime_id": rt.ID, "session_id": rt.SessionID, "url": rt.URL,
 			"session_api_key": rt.SessionAPIKey, "status": rt.Status, "pod_status": rt.Status,
@@ -76,36 +87,16 @@ type Sandbox struct {
 	AgentServerURL, SessionAPIKey string
 }
 
-// AppServer is a stub app server's sandbox search on loopback.
-type AppServer struct {
-	*httptest.Server
-	sessionAPIKey string
-
-	mu        sync.Mutex
-	sandboxes []Sandbox
-}
+// AppServer is a stub app server's GET /api/v1/sandboxes/search.
+type AppServer struct{ *listing[Sandbox] }
 
 // StartAppServer starts an app server that takes sessionAPIKey as
 // X-Session-API-Key ("" takes any request), closed when tb ends.
-func StartAppServer(tb testing.TB, sessionAPIKey string) *AppServer {
-	a := &AppServer{sessionAPIKey: sessionAPIKey}
-	a.Server = httptest.NewServer(http.HandlerFunc(a.serve))
-	tb.Cleanup(a.Close)
-	return a
+func StartAppServer(tb testing.TB, sessionAPIKey string) AppServer {
+	return AppServer{startListing(tb, "X-Session-API-Key", sessionAPIKey, serveSandboxes)}
 }
 
-// SetSandboxes replaces what the search lists.
-func (a *AppServer) SetSandboxes(sbs ...Sandbox) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.sandboxes = sbs
-}
-
-func (a *AppServer) serve(w http.ResponseWriter, r *http.Request) {
-	if a.sessionAPIKey != "" && r.Header.Get("X-Session-API-Key") != a.sessionAPIKey {
-		writeDetail(w, http.StatusUnauthorized, "Unauthorized")
-		return
-	}
+func serveSandboxes(w http.ResponseWriter, r *http.Request, sandboxes []Sandbox) {
 	if r.Method != http.MethodGet || r.URL.Path != "/api/v1/sandboxes/search" {
 		writeDetail(w, http.StatusNotFound, "Not Found")
 		return
@@ -122,11 +113,9 @@ func (a *AppServer) serve(w http.ResponseWriter, r *http.Request) {
 		writeDetail(w, http.StatusUnprocessableEntity, "invalid page_id or limit")
 		return
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	items := []map[string]any{}
-	end := min(start+limit, len(a.sandboxes))
-	for _, sb := range a.sandboxes[min(start, end):end] {
+	end := min(start+limit, len(sandboxes))
+	for _, sb := range sandboxes[min(start, end):end] {
 		item := map[string]any{
 			"id": sb.ID, "created_by_user_id": sb.UserID, "sandbox_spec_id": "ghcr.io/openhands/agent-server:stub",
 			"status": sb.Status, "session_api_key": nil, "exposed_urls": nil,
@@ -142,7 +131,7 @@ func (a *AppServer) serve(w http.ResponseWriter, r *http.Request) {
 		items = append(items, item)
 	}
 	var next any
-	if end < len(a.sandboxes) {
+	if end < len(sandboxes) {
 		next = strconv.Itoa(end)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": items, "next_page_id": next})
