@@ -22,7 +22,8 @@ import (
 type Config struct {
 	// Servers are the agent servers to observe.
 	Servers []ServerConfig `mapstructure:"servers"`
-	// Targets are agent servers discovered by sources (file_sd, http_sd).
+	// Targets are agent servers discovered by sources (file_sd, http_sd,
+	// the OpenHands runtime API and app server).
 	Targets TargetsConfig `mapstructure:"targets"`
 	// PollInterval is the conversation search cadence.
 	PollInterval time.Duration `mapstructure:"poll_interval"`
