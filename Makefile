@@ -26,7 +26,7 @@ DIST_CMD    := cd distribution && $(GO) run ./cmd/dist -root $(CURDIR) -binary $
 # into a virtualenv outside the repository and reused while it matches.
 OH_SERVER_VERSION := 1.58.2
 OH_VENV     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/otelcol-openhands/venv-$(OH_SERVER_VERSION)
-LIVE_TEST   := OH_PYTHON=$(OH_VENV)/bin/python OTELCOL_BIN=$(BIN) $(GOTEST) -tags live -timeout 15m -run '^TestLive(Control|Tree|Webhook)?$$' -v ./internal/testing/livetest/
+LIVE_TEST   := OH_PYTHON=$(OH_VENV)/bin/python OTELCOL_BIN=$(BIN) $(GOTEST) -tags live -timeout 15m -run '^TestLive(Control|Tree|Webhook|Targets)?$$' -v ./internal/testing/livetest/
 
 .PHONY: all build test unit-test dist-test package image chart lint bench bench-e2e demo demo-control demo-fleet clean venv live-test record cockpit tools
 

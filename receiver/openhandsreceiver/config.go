@@ -22,6 +22,9 @@ import (
 type Config struct {
 	// Servers are the agent servers to observe.
 	Servers []ServerConfig `mapstructure:"servers"`
+	// Targets are agent servers discovered by sources (file_sd, http_sd,
+	// the OpenHands runtime API and app server).
+	Targets TargetsConfig `mapstructure:"targets"`
 	// PollInterval is the conversation search cadence.
 	PollInterval time.Duration `mapstructure:"poll_interval"`
 	// Agent is the AEP agent identity (and resource service.name).
@@ -111,9 +114,10 @@ func (c CaptureConfig) validate() error {
 // Validate checks the configuration; every message names its key.
 func (cfg *Config) Validate() error {
 	var errs []error
-	if len(cfg.Servers) == 0 {
-		errs = append(errs, errors.New("servers: at least one server is required"))
+	if len(cfg.Servers) == 0 && !cfg.Targets.configured() {
+		errs = append(errs, errors.New("servers: at least one server, or a targets source, is required"))
 	}
+	errs = append(errs, cfg.Targets.validate()...)
 	errs = append(errs, cfg.validateEndpoints()...)
 	for i, s := range cfg.Servers {
 		prefix := fmt.Sprintf("servers[%d].", i)
@@ -175,6 +179,10 @@ func (cfg *Config) validateWebhook() []error {
 	}
 	hook := cfg.Webhook.Get()
 	var errs []error
+	if cfg.Targets.configured() {
+		// A push is told apart by the key of a configured server.
+		errs = append(errs, errors.New("webhook: not supported with targets sources; a push names its server by a configured key"))
+	}
 	if hook.NetAddr.Endpoint == "" {
 		errs = append(errs, errors.New("webhook.endpoint: must not be empty"))
 	}

@@ -92,6 +92,50 @@ func TestLoadConfig(t *testing.T) {
 	})
 }
 
+func TestLoadTargetsConfig(t *testing.T) {
+	t.Run("targets", func(t *testing.T) {
+		cfg := loadConfig(t, "targets")
+		require.NoError(t, confmap.Validate(cfg), "targets without servers")
+		assert.Empty(t, cfg.Servers)
+		tc := cfg.Targets
+		assert.Equal(t, []string{"/etc/otelcol/agents/*.yaml"}, tc.FileSD[0].Files)
+		assert.Equal(t, 10*time.Second, tc.FileSD[0].RefreshInterval)
+		assert.Equal(t, "http://allocator/jobs/openhands/targets?collector_id=c-0", tc.HTTPSD[0].Endpoint)
+		assert.Equal(t, SourceLimits{RefreshInterval: defaultRefreshInterval, MaxTargets: 500, MaxBytes: 1 << 20},
+			tc.HTTPSD[0].withDefaults())
+		assert.Equal(t, "rk-1", string(tc.RuntimeAPI[0].APIKey))
+		assert.Equal(t, "ak-1", string(tc.AppServer[0].SessionAPIKey))
+		assert.Equal(t, socketSession, tc.Socket)
+		assert.Equal(t, 2, tc.maxConversations())
+		assert.Equal(t, 300, tc.MaxTargets)
+		assert.Equal(t, 5.0, tc.attachRate())
+		assert.Equal(t, time.Minute, tc.grace())
+		assert.Equal(t, "/var/run/secrets/openhands", tc.SessionAPIKeyDir)
+		assert.Equal(t, "OPENHANDS_KEY_", tc.SessionAPIKeyEnvPrefix)
+	})
+	t.Run("invalid", func(t *testing.T) {
+		err := confmap.Validate(loadConfig(t, "targets_invalid"))
+		require.Error(t, err)
+		for _, want := range []string{
+			`targets.file_sd[0].files: "[unclosed": syntax error in pattern`,
+			"targets.file_sd[1].files: at least one path or glob is required",
+			"targets.file_sd[1].refresh_interval: must not be negative",
+			`targets.http_sd[0].endpoint: must be an http or https URL, got "ftp://allocator"`,
+			"targets.http_sd[0].max_bytes: must not be negative",
+			"targets.runtime_api[0].endpoint: must not carry a query",
+			`targets.socket: must be auto, events or session, got "telepathy"`,
+			"targets.max_targets: must not be negative",
+			"targets.attach_rate: must not be negative",
+			"targets.grace: must not be negative",
+			"targets.session_api_key_dir: must be an absolute path",
+			"webhook: not supported with targets sources",
+		} {
+			assert.ErrorContains(t, err, want)
+		}
+		assert.NotContains(t, err.Error(), "servers: at least one", "a targets source stands for servers")
+	})
+}
+
 func TestValidateShard(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -139,7 +183,7 @@ func TestShardIndexFromEmptyEnv(t *testing.T) {
 
 func TestValidateRequiresServers(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
-	assert.ErrorContains(t, cfg.Validate(), "servers: at least one server is required")
+	assert.ErrorContains(t, cfg.Validate(), "servers: at least one server, or a targets source, is required")
 }
 
 func TestValidateEndpoints(t *testing.T) {

@@ -111,7 +111,12 @@ func (r *openhandsReceiver) Start(ctx context.Context, host component.Host) erro
 		}
 		r.storage = client
 	}
-	conversations, restConns := connectionBudget(descriptorLimit(), len(r.cfg.Servers))
+	// The discovered targets share the budget as one more server would.
+	shares := len(r.cfg.Servers)
+	if r.cfg.Targets.configured() {
+		shares++
+	}
+	conversations, restConns := connectionBudget(descriptorLimit(), shares)
 	apis := make([]*serverClient, len(r.cfg.Servers))
 	for i := range r.cfg.Servers {
 		api, err := r.newServerClient(ctx, host, &r.cfg.Servers[i], restConns)
@@ -132,6 +137,14 @@ func (r *openhandsReceiver) Start(ctx context.Context, host component.Host) erro
 		watches = append(watches, w)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
+	var pool *targetPool
+	if r.cfg.Targets.configured() {
+		var err error
+		if pool, err = r.newTargetPool(ctx, host, conversations+restConns); err != nil {
+			cancel()
+			return errors.Join(err, r.closeStorage(ctx))
+		}
+	}
 	if r.cfg.Webhook.HasValue() {
 		sink, err := r.startWebhook(ctx, host, watches, runCtx.Done())
 		if err != nil {
@@ -143,6 +156,9 @@ func (r *openhandsReceiver) Start(ctx context.Context, host component.Host) erro
 	r.cancel = cancel
 	for _, w := range watches {
 		r.watchers.Go(func() { w.run(runCtx) })
+	}
+	if pool != nil {
+		r.watchers.Go(func() { pool.run(runCtx) })
 	}
 	return nil
 }
@@ -355,6 +371,19 @@ func (r *openhandsReceiver) reportHealth(server string, aspect healthAspect, err
 	r.healthMu.Lock()
 	defer r.healthMu.Unlock()
 	r.health[serverAspect{server, aspect}] = err
+	r.reportHealthLocked()
+}
+
+// forgetHealth drops a retired server's health.
+func (r *openhandsReceiver) forgetHealth(server string) {
+	r.healthMu.Lock()
+	defer r.healthMu.Unlock()
+	delete(r.health, serverAspect{server, healthSearch})
+	delete(r.health, serverAspect{server, healthCapacity})
+	r.reportHealthLocked()
+}
+
+func (r *openhandsReceiver) reportHealthLocked() {
 	var permanent, recoverable []error
 	for key, e := range r.health {
 		switch {

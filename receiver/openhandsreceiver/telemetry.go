@@ -34,6 +34,7 @@ type telemetry struct {
 	stalls          metric.Int64Counter
 	skippedItems    metric.Int64Counter
 	webhookRequests metric.Int64Counter
+	targetTelemetry
 	// frameBytesInFlight is what the frame budget has lent out.
 	frameBytesInFlight atomic.Int64
 	// serversUp is each server's last search outcome
@@ -152,6 +153,7 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	t.webhookRequests = b.Int64Counter("otelcol_openhands_webhook_requests",
 		"POSTs to the webhook sink, by server (\"\" when no server's key matched) and outcome: accepted, unauthorized, malformed, too_large, not_found.",
 		"{request}")
+	t.targetTelemetry = newTargetTelemetry(b)
 	return &t, b.Err()
 }
 

@@ -253,6 +253,8 @@ var exampleEnv = map[string]string{
 	"AEP_INGEST_TOKEN":   "example-ingest-token",
 	"OH_SESSION_API_KEY": "example-session-key",
 	"OTLP_INGEST_TOKEN":  "example-otlp-token",
+	"POD_NAME":           "otelcol-openhands-0",
+	"RUNTIME_API_KEY":    "example-runtime-api-key",
 	"SHARD_INDEX":        "0",
 }
 
