@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/resourceprocessor"
+	promconfig "github.com/prometheus/prometheus/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
@@ -302,8 +304,14 @@ func TestREADMEExamples(t *testing.T) {
 				doc := readYAML(t, []byte(b.text))
 				assert.NotEmpty(t, doc["apiVersion"], "apiVersion")
 				assert.NotEmpty(t, doc["kind"], "kind")
+			case "prometheus":
+				_, err := promconfig.Load(b.text, slog.New(slog.DiscardHandler))
+				require.NoError(t, err, "Prometheus' own configuration loader")
+			case "grafana":
+				doc := readYAML(t, []byte(b.text))
+				assert.NotEmpty(t, doc["apiVersion"], "a Grafana provisioning file names its apiVersion")
 			default:
-				t.Fatalf("the fence says yaml %q: want nothing more (a whole configuration), fragment, builder or kubernetes", b.kind)
+				t.Fatalf("the fence says yaml %q: want nothing more (a whole configuration), fragment, builder, kubernetes, prometheus or grafana", b.kind)
 			}
 		})
 	}
