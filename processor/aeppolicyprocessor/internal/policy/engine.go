@@ -57,36 +57,46 @@ func (e *Engine) Begin() {
 	e.changes = &changeSet{sessions: make(map[SessionKey]*SessionState), agents: make(map[string]*AgentState)}
 }
 
-// Changes is what a change set changed: the states to store, and the
-// sessions to forget.
+// Changes is what a change set changed: the states to store, the
+// sessions to forget, and whether the set of sessions and agents changed
+// (an index of them needs writing).
 type Changes struct {
-	Sessions []*SessionState
-	Removed  []SessionKey
-	Agents   []*AgentState
+	Sessions    []*SessionState
+	Removed     []SessionKey
+	Agents      []*AgentState
+	KeysChanged bool
 }
 
-// Commit ends the change set and reports what it changed, in key order.
-func (e *Engine) Commit() Changes {
+// Pending reports what the open change set changed so far, in key order.
+func (e *Engine) Pending() Changes {
 	var c Changes
 	for _, k := range slices.SortedFunc(maps.Keys(e.changes.sessions), compareKeys) {
-		if st, ok := e.sessions[k]; ok {
+		st, now := e.sessions[k]
+		before := e.changes.sessions[k]
+		if now {
 			c.Sessions = append(c.Sessions, st)
-		} else {
+		} else if before != nil {
 			c.Removed = append(c.Removed, k)
 		}
+		c.KeysChanged = c.KeysChanged || now != (before != nil)
 	}
 	for _, a := range slices.Sorted(maps.Keys(e.changes.agents)) {
 		c.Agents = append(c.Agents, e.agents[a])
+		c.KeysChanged = c.KeysChanged || e.changes.agents[a] == nil
 	}
-	e.changes = nil
 	return c
 }
 
-// Rollback ends the change set and restores every state it touched: the
-// same events observed again cross the same breaches at the same
-// positions.
-func (e *Engine) Rollback() {
+// Commit ends the change set, keeping its changes.
+func (e *Engine) Commit() { e.changes = nil }
+
+// Rollback ends the change set and restores every state it touched, so
+// the same events observed again cross the same breaches at the same
+// positions. It reports what it restored, for storage to follow.
+func (e *Engine) Rollback() Changes {
+	restore := &changeSet{sessions: make(map[SessionKey]*SessionState), agents: make(map[string]*AgentState)}
 	for k, before := range e.changes.sessions {
+		restore.sessions[k] = e.sessions[k]
 		if before == nil {
 			delete(e.sessions, k)
 		} else {
@@ -95,12 +105,24 @@ func (e *Engine) Rollback() {
 	}
 	for a, before := range e.changes.agents {
 		if before == nil {
-			delete(e.agents, a)
-		} else {
-			e.agents[a] = before
+			// Storage may hold what the change spent: an empty agent
+			// overwrites it, and is what a new agent is.
+			before = &AgentState{Version: StateVersion, Agent: a}
 		}
+		e.agents[a] = before
+		restore.agents[a] = before
 	}
+	// What was rolled back is now the "before" of the restoring change.
+	e.changes = restore
+	c := e.Pending()
 	e.changes = nil
+	return c
+}
+
+// Keys are the sessions and agents the engine holds: what an index of the
+// stored states lists.
+func (e *Engine) Keys() ([]SessionKey, []string) {
+	return slices.SortedFunc(maps.Keys(e.sessions), compareKeys), slices.Sorted(maps.Keys(e.agents))
 }
 
 func compareKeys(a, b SessionKey) int {

@@ -70,7 +70,8 @@ func TestOncePerBreachAcrossRestart(t *testing.T) {
 
 	e.Begin()
 	got := e.Observe(ev(0, "run.finished", t0, finished(60, 60, 1.5)), t0)
-	s.save(t, e.Commit())
+	s.save(t, e.Pending())
+	e.Commit()
 	require.Len(t, got, 2)
 	assert.Equal(t, BudgetAgentTokens, got[0].Policy)
 	assert.Equal(t, BudgetSessionCost, got[1].Policy)
@@ -98,13 +99,25 @@ func TestRollback(t *testing.T) {
 	e := New(p, func() int64 { return 1 }, 100)
 	e.Begin()
 	first := e.Observe(ev(0, "run.finished", t0, finished(10, 10, -1)), t0)
-	e.Rollback()
+	assert.True(t, e.Pending().KeysChanged, "a new session and agent")
+	restored := e.Rollback()
+	assert.Equal(t, []SessionKey{{"openhands", "s1"}}, restored.Removed, "the new session goes, from storage too")
+	require.Len(t, restored.Agents, 1)
+	assert.Empty(t, restored.Agents[0].Buckets, "the agent's spending is undone")
 	e.Begin()
 	again := e.Observe(ev(0, "run.finished", t0, finished(10, 10, -1)), t0)
-	c := e.Commit()
+	c := e.Pending()
+	e.Commit()
 	require.Len(t, first, 1)
 	assert.Equal(t, first, again)
 	assert.Len(t, c.Sessions, 1)
+
+	e.Begin()
+	assert.Len(t, e.Observe(ev(1, "run.finished", t0, finished(10, 10, -1)), t0), 0, "fired already")
+	restored = e.Rollback()
+	require.Len(t, restored.Sessions, 1, "the touched session is stored back as it was")
+	assert.Equal(t, int64(1), restored.Sessions[0].Seq)
+	assert.False(t, restored.KeysChanged)
 }
 
 // TestAgentWindow: an agent's usage counts across its sessions for the
@@ -136,7 +149,8 @@ func TestEviction(t *testing.T) {
 		x.Session = s
 		e.Begin()
 		e.Observe(x, t0.Add(time.Duration(i)*time.Second))
-		c := e.Commit()
+		c := e.Pending()
+		e.Commit()
 		if s == "c" {
 			assert.Equal(t, []SessionKey{{"openhands", "a"}}, c.Removed)
 		}
