@@ -148,4 +148,3 @@ func Number(v any) (float64, bool) {
 	f, err := n.Float64()
 	return f, err == nil
 }
-
