@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"regexp"
 	"slices"
 	"time"
 
@@ -112,8 +111,6 @@ type StuckConfig struct {
 	_ struct{}
 }
 
-var hostLabels = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)
-
 // Validate checks the configuration; every message names its key.
 func (cfg *Config) Validate() error {
 	var errs []error
@@ -126,7 +123,7 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, r.validate(fmt.Sprintf("agents[%q]", agent))...)
 	}
 	errs = append(errs, cfg.Prices.Validate("prices")...)
-	if len(cfg.SourceHost) > 253 || !hostLabels.MatchString(cfg.SourceHost) {
+	if !configcheck.IsHostName(cfg.SourceHost) {
 		errs = append(errs, fmt.Errorf("source_host: %q is not a host name", cfg.SourceHost))
 	}
 	errs = append(errs, configcheck.Check(configcheck.Duration{Key: "check_interval", Value: cfg.CheckInterval, Positive: true})...)

@@ -63,37 +63,42 @@ func (s *stateStore) load(ctx context.Context) (sessions []*policy.SessionState,
 	if err := json.Unmarshal(raw, &index); err != nil || index.Version != policy.StateVersion {
 		return nil, nil, []error{fmt.Errorf("storage: %s is not a version %d index", indexKey, policy.StateVersion)}, nil
 	}
-	for _, k := range index.Sessions {
-		raw, err := s.client.Get(ctx, sessionKey(k))
+	sessions, skippedSessions, err := loadEach(ctx, s, index.Sessions, sessionKey, policy.DecodeSession,
+		func(k policy.SessionKey, st *policy.SessionState) bool {
+			return st.Agent == k.Agent && st.Session == k.Session
+		})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	agents, skippedAgents, err := loadEach(ctx, s, index.Agents, agentKey, policy.DecodeAgent,
+		func(agent string, a *policy.AgentState) bool { return a.Agent == agent })
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return sessions, agents, append(skippedSessions, skippedAgents...), nil
+}
+
+// loadEach reads the value of each key: decoded, and naming the key it is
+// stored under (belongs), or reported in skipped.
+func loadEach[K any, V any](ctx context.Context, s *stateStore, keys []K, storageKey func(K) string,
+	decode func([]byte) (*V, error), belongs func(K, *V) bool,
+) (values []*V, skipped []error, err error) {
+	for _, k := range keys {
+		raw, err := s.client.Get(ctx, storageKey(k))
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("storage: read %s: %w", sessionKey(k), err)
+			return nil, nil, fmt.Errorf("storage: read %s: %w", storageKey(k), err)
 		}
 		if raw == nil {
 			continue
 		}
-		st, err := policy.DecodeSession(raw)
-		if err != nil || st.Agent != k.Agent || st.Session != k.Session {
-			skipped = append(skipped, fmt.Errorf("storage: %s is unreadable", sessionKey(k)))
+		v, err := decode(raw)
+		if err != nil || !belongs(k, v) {
+			skipped = append(skipped, fmt.Errorf("storage: %s is unreadable", storageKey(k)))
 			continue
 		}
-		sessions = append(sessions, st)
+		values = append(values, v)
 	}
-	for _, agent := range index.Agents {
-		raw, err := s.client.Get(ctx, agentKey(agent))
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("storage: read %s: %w", agentKey(agent), err)
-		}
-		if raw == nil {
-			continue
-		}
-		a, err := policy.DecodeAgent(raw)
-		if err != nil || a.Agent != agent {
-			skipped = append(skipped, fmt.Errorf("storage: %s is unreadable", agentKey(agent)))
-			continue
-		}
-		agents = append(agents, a)
-	}
-	return sessions, agents, skipped, nil
+	return values, skipped, nil
 }
 
 // save writes what changed in one storage batch, and the index when the

@@ -143,31 +143,28 @@ func compareKeys(a, b SessionKey) int {
 
 // touchSession records k's state before the change set changes it.
 func (e *Engine) touchSession(k SessionKey) {
-	if e.changes == nil {
-		return
+	if e.changes != nil {
+		recordBefore(e.changes.sessions, e.sessions, k)
 	}
-	if _, ok := e.changes.sessions[k]; ok {
-		return
-	}
-	var before *SessionState
-	if st, ok := e.sessions[k]; ok {
-		before = clone(st)
-	}
-	e.changes.sessions[k] = before
 }
 
 func (e *Engine) touchAgent(agent string) {
-	if e.changes == nil {
+	if e.changes != nil {
+		recordBefore(e.changes.agents, e.agents, agent)
+	}
+}
+
+// recordBefore keeps a copy of current[k] in before, nil when absent,
+// unless before has k already.
+func recordBefore[K comparable, V any](before, current map[K]*V, k K) {
+	if _, ok := before[k]; ok {
 		return
 	}
-	if _, ok := e.changes.agents[agent]; ok {
-		return
+	var v *V
+	if st, ok := current[k]; ok {
+		v = clone(st)
 	}
-	var before *AgentState
-	if a, ok := e.agents[agent]; ok {
-		before = clone(a)
-	}
-	e.changes.agents[agent] = before
+	before[k] = v
 }
 
 // session is k's state, created at now (evicting the longest-quiet
