@@ -39,6 +39,9 @@ type Config struct {
 	// Storage is the id of a storage extension (e.g. file_storage) that
 	// keeps totals and breaches across restarts; nil keeps none.
 	Storage *component.ID `mapstructure:"storage"`
+	// Control is the id of the openhandscontrol extension that executes
+	// the pause of an action: pause policy set.
+	Control *component.ID `mapstructure:"control"`
 
 	_ struct{}
 }
@@ -49,9 +52,15 @@ type RulesConfig struct {
 	Agent   AgentBudgetConfig `mapstructure:"agent"`
 	Loop    LoopConfig        `mapstructure:"loop"`
 	Stuck   StuckConfig       `mapstructure:"stuck"`
+	// Action is what a hard breach does beside being recorded: "" (none)
+	// or pause (the OpenHands conversation, through the control gate).
+	Action string `mapstructure:"action"`
 
 	_ struct{}
 }
+
+// actionPause pauses the conversation of a hard breach.
+const actionPause = "pause"
 
 // BudgetConfig limits cost, tokens and the time runs run. Each limit has
 // a soft threshold (notify) and a hard one (act); unset is off.
@@ -123,6 +132,9 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, r.validate(fmt.Sprintf("agents[%q]", agent))...)
 	}
 	errs = append(errs, cfg.Prices.Validate("prices")...)
+	if cfg.pauses() && cfg.Control == nil {
+		errs = append(errs, errors.New("control: an openhandscontrol extension is required where a policy's action is pause"))
+	}
 	if !configcheck.IsHostName(cfg.SourceHost) {
 		errs = append(errs, fmt.Errorf("source_host: %q is not a host name", cfg.SourceHost))
 	}
@@ -154,6 +166,9 @@ func (r *RulesConfig) validate(key string) []error {
 	}
 	if r.Loop.RepeatedError < 0 || r.Loop.RepeatedError == 1 {
 		errs = append(errs, fmt.Errorf("%s.loop.repeated_error: must be 0 (off) or at least 2, got %d", key, r.Loop.RepeatedError))
+	}
+	if r.Action != "" && r.Action != actionPause {
+		errs = append(errs, fmt.Errorf("%s.action: must be empty or pause, got %q", key, r.Action))
 	}
 	for i, name := range r.Stuck.LongRunningTools {
 		if name == "" {
@@ -190,6 +205,27 @@ func (b *BudgetConfig) validate(key string) []error {
 
 func (b *BudgetConfig) set() bool {
 	return b.CostUSD != (LimitConfig{}) || b.Tokens != (LimitConfig{}) || b.WallTime != (DurationLimitConfig{})
+}
+
+// rulesOf is the policy set of agent.
+func (cfg *Config) rulesOf(agent string) *RulesConfig {
+	if r, ok := cfg.Agents[agent]; ok {
+		return &r
+	}
+	return &cfg.Default
+}
+
+// pauses reports whether any policy set pauses.
+func (cfg *Config) pauses() bool {
+	if cfg.Default.Action == actionPause {
+		return true
+	}
+	for _, r := range cfg.Agents {
+		if r.Action == actionPause {
+			return true
+		}
+	}
+	return false
 }
 
 // policies is the engine's view of the configuration.

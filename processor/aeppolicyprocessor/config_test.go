@@ -58,6 +58,17 @@ func TestLoadConfig(t *testing.T) {
 			assert.ErrorContains(t, err, msg)
 		}
 	})
+	t.Run("pause", func(t *testing.T) {
+		cfg := loadConfig(t, "pause")
+		require.NoError(t, confmap.Validate(cfg))
+		assert.Equal(t, actionPause, cfg.rulesOf("codex").Action)
+		assert.Equal(t, component.MustNewID("openhandscontrol"), *cfg.Control)
+	})
+	t.Run("pause without a gate", func(t *testing.T) {
+		err := confmap.Validate(loadConfig(t, "pausewithoutgate"))
+		assert.ErrorContains(t, err, `default.action: must be empty or pause, got "halt"`)
+		assert.ErrorContains(t, err, "control: an openhandscontrol extension is required")
+	})
 	t.Run("negative durations", func(t *testing.T) {
 		configchecktest.RejectsNegativeDurations(t, loadConfig(t, "full"))
 	})

@@ -3,6 +3,7 @@ package aeppolicyprocessor // import "github.com/otelcol-openhands/otelcol-openh
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/epoch"
@@ -39,6 +41,8 @@ type aepPolicy struct {
 	mu     sync.Mutex
 	engine *policy.Engine
 	store  *stateStore // nil without storage
+	// gate executes the pauses of action: pause; nil when no policy pauses.
+	gate openhandscontrol.Originator
 
 	stop chan struct{}
 	done chan struct{}
@@ -59,6 +63,13 @@ func newProcessor(id component.ID, cfg *Config, set component.TelemetrySettings,
 // Start restores the stored state, then starts the clock of the
 // time-driven rules.
 func (p *aepPolicy) Start(ctx context.Context, host component.Host) error {
+	if p.cfg.pauses() {
+		gate, ok := host.GetExtensions()[*p.cfg.Control].(openhandscontrol.Originator)
+		if !ok {
+			return fmt.Errorf("control: %q is not a configured openhandscontrol extension", *p.cfg.Control)
+		}
+		p.gate = gate
+	}
 	if p.cfg.Storage != nil {
 		store, err := openStateStore(ctx, host, *p.cfg.Storage, p.id)
 		if err != nil {
@@ -125,12 +136,15 @@ func (p *aepPolicy) tick() {
 // same event.
 func (p *aepPolicy) judgeTime(ctx context.Context) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.engine.Begin()
 	breaches := p.engine.Tick(p.now())
-	if err := p.judged(ctx, plog.NewLogs(), breaches); err != nil {
+	err := p.judged(ctx, plog.NewLogs(), breaches)
+	p.mu.Unlock()
+	if err != nil {
 		p.logger.Warn("the time-driven policies' breaches were refused; they are judged again at the next check", zap.Error(err))
+		return
 	}
+	p.act(ctx, breaches)
 }
 
 // ConsumeLogs judges every AEP record of the batch and passes the batch
@@ -140,6 +154,16 @@ func (p *aepPolicy) judgeTime(ctx context.Context) {
 // same positions, with the same ids, and a consumer that took part of the
 // first attempt sees legal redeliveries.
 func (p *aepPolicy) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	breaches, err := p.judgeBatch(ctx, ld)
+	if err != nil {
+		return err
+	}
+	p.act(ctx, breaches)
+	return nil
+}
+
+// judgeBatch judges ld and hands it on with its breaches' events.
+func (p *aepPolicy) judgeBatch(ctx context.Context, ld plog.Logs) ([]policy.Breach, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
@@ -164,7 +188,38 @@ func (p *aepPolicy) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 			}
 		}
 	}
-	return p.judged(ctx, ld, breaches)
+	return breaches, p.judged(ctx, ld, breaches)
+}
+
+// act pauses the conversation of each hard breach whose policy set says
+// action: pause, once the breach's event has been taken, outside the
+// processor's lock (the gate acks through the receiver's emission path,
+// which may lead back here). The command is the collector's own: its id
+// is the guardrail event's, so its ack and outcome, cause-linked to the
+// command, lead operators to the breach; the gate deduplicates it, guards
+// it and addresses only a conversation this collector observes alone.
+func (p *aepPolicy) act(ctx context.Context, breaches []policy.Breach) {
+	if p.gate == nil {
+		return
+	}
+	for _, b := range breaches {
+		if b.Level != policy.Hard || p.cfg.rulesOf(b.Agent).Action != actionPause {
+			continue
+		}
+		id := p.guardrailEvent(b).ID
+		cmd := &aep.Event{
+			AEP: aep.Version, ID: id, Type: "control.pause", Time: formatTime(b.At),
+			Source: p.ownSources + "agent/aeppolicy", Agent: "aeppolicy", Session: b.Session, Cause: id,
+		}
+		outcome := actionOriginated
+		if err := p.gate.Originate(ctx, cmd); errors.Is(err, openhandscontrol.ErrGateClosed) {
+			outcome = actionGateClosed
+		} else if err != nil {
+			outcome = actionFailed
+			p.rlog.Warn("originate", "could not originate a policy's pause", zap.String("session", b.Session), zap.Error(err))
+		}
+		p.tel.action(ctx, b, actionPause, outcome)
+	}
 }
 
 // judged appends the breaches' events to ld, stores what the change set
