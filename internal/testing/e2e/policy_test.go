@@ -222,3 +222,60 @@ func scrapeCounter(t *testing.T, addr, name string) map[string]float64 {
 	return out
 }
 
+
+// pausingPolicy pauses a conversation on its third equal terminal call.
+const pausingPolicy = `    default:
+      loop:
+        repeated_tool: 3
+        window: 10m
+      action: pause
+    control: openhandscontrol`
+
+// TestPolicyPause: with the gate open, the loop's hard breach pauses the
+// conversation with one write, acked in the session with the guardrail
+// event as cause, and the flip to paused cause-linked the same way; an
+// operator's resume through the relay then runs it again. With the gate
+// closed the breach is recorded and nothing is written.
+func TestPolicyPause(t *testing.T) {
+	for _, tc := range []struct {
+		name, control string
+		writes        bool
+	}{{"gate open", gateOn, true}, {"gate closed", gateOff, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.start(pipelineConfig{policy: pausingPolicy, control: tc.control, receiverExtra: contentCapture})
+			conv := e.conversationIn(oh.StatusRunning)
+			for range 3 {
+				action := appendEvent(t, conv, oh.TerminalAction("ls"))
+				appendEvent(t, conv, oh.ObservationEvent(action, "README.md", false))
+			}
+			loop := e.awaitGuardrail(conv, "loop.tool")
+			if !tc.writes {
+				e.settle()
+				assertNoWrites(t, e.stub)
+				assert.Equal(t, oh.StatusRunning, conv.Status())
+				assert.Nil(t, ackOf(e.relayEvents(conv.ID()), loop.ID), "a closed gate does not even ack")
+				return
+			}
+			pause := &cmd{id: loop.ID, session: conv.ID()}
+			ack, _ := e.awaitAck(pause)
+			assert.Equal(t, "control.accepted", ack.Type)
+			e.awaitCaused(pause, "state.delta")
+			require.Equal(t, oh.StatusPaused, conv.Status())
+			writes := e.stub.Writes()
+			require.Len(t, writes, 1, "one write")
+			assert.True(t, strings.HasSuffix(writes[0].Path, "/pause"), writes[0].Path)
+
+			resume := &cmd{typ: "control.resume", session: conv.ID()}
+			e.send(resume)
+			ack, _ = e.awaitAck(resume)
+			assert.Equal(t, "control.accepted", ack.Type, "resuming is the operator's decision")
+			e.awaitCaused(resume, "state.delta")
+			assert.Len(t, e.stub.Writes(), 2)
+			e.settle()
+			for _, v := range e.relay.Violations() {
+				t.Errorf("relay: %s", v)
+			}
+		})
+	}
+}
