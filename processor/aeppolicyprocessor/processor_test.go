@@ -77,7 +77,7 @@ func (o *owner) event(typ string, at time.Time, data map[string]any) *aep.Event 
 	return ev
 }
 
-func logsOf(t *testing.T, events ...*aep.Event) plog.Logs {
+func logsOf(t testing.TB, events ...*aep.Event) plog.Logs {
 	t.Helper()
 	ld := plog.NewLogs()
 	rl := ld.ResourceLogs().AppendEmpty()

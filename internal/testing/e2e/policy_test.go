@@ -222,7 +222,6 @@ func scrapeCounter(t *testing.T, addr, name string) map[string]float64 {
 	return out
 }
 
-
 // pausingPolicy pauses a conversation on its third equal terminal call.
 const pausingPolicy = `    default:
       loop:
