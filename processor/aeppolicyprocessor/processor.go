@@ -126,6 +126,7 @@ func (p *aepPolicy) tick() {
 		case <-p.stop:
 			return
 		case <-t.C:
+			p.resendUnsent(context.Background())
 			p.judgeTime(context.Background())
 		}
 	}
@@ -256,10 +257,34 @@ func (p *aepPolicy) judged(ctx context.Context, ld plog.Logs, breaches []policy.
 		}
 	}
 	p.engine.Commit()
+	p.engine.Delivered(breaches)
 	for _, b := range breaches {
 		p.tel.breach(ctx, b)
 	}
 	return nil
+}
+
+// resendUnsent hands on again the breaches a previous process stored and
+// was not seen to deliver: the same events at the same positions, which
+// consumers dedupe if they had them. They are not counted again, and a
+// pause they asked for is not repeated (at most once per breach).
+func (p *aepPolicy) resendUnsent(ctx context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	unsent := p.engine.Unsent()
+	if len(unsent) == 0 {
+		return
+	}
+	ld := plog.NewLogs()
+	err := p.appendBreaches(ld, unsent)
+	if err == nil {
+		err = p.next.ConsumeLogs(ctx, ld)
+	}
+	if err != nil {
+		p.logger.Warn("could not send the stored breaches again; they are tried at the next check", zap.Error(err))
+		return
+	}
+	p.engine.Delivered(unsent)
 }
 
 // rollback undoes the change set, in storage too.

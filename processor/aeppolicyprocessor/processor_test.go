@@ -224,6 +224,7 @@ func TestOncePerBreachAcrossRestart(t *testing.T) {
 		guardrails = append(guardrails, g...)
 	}
 	require.Len(t, guardrails, 2, "soft once, then hard once, across two restarts")
+	assert.NotEqual(t, guardrails[0].ID, guardrails[1].ID)
 	assert.Equal(t, first.ID, guardrails[0].Cause)
 	assert.Equal(t, third.ID, guardrails[1].Cause, "1.5 + 0.1 + 0.5 crosses 2: the totals survived")
 	assert.Equal(t, *guardrails[0].Epoch, *guardrails[1].Epoch, "the positions continue in the stored epoch")
@@ -296,4 +297,40 @@ func TestModelCallUsagePriced(t *testing.T) {
 	_, guardrails := eventsOf(t, sink.AllLogs())
 	require.Len(t, guardrails, 1, "two tokens at a dollar each cross hard")
 	assert.Equal(t, aep.SeverityError, guardrails[0].Severity)
+}
+
+// TestAStoredBreachIsSentAfterACrash: a breach stored with its batch but
+// never delivered (the process died in between) is sent by the next
+// process, the same event, and not fired anew.
+func TestAStoredBreachIsSentAfterACrash(t *testing.T) {
+	host := hosttest.Extensions{fileStorageID: hosttest.FileStorage(t, t.TempDir())}
+	c := &clock{at: t0}
+	var o owner
+	crossing := o.event("run.finished", t0, costData(1.5))
+
+	dead := new(consumertest.LogsSink)
+	p := newTestProcessor(t, dead, c, func(cfg *Config) { cfg.Storage = &fileStorageID })
+	require.NoError(t, p.Start(context.Background(), host))
+	p.mu.Lock()
+	p.engine.Begin()
+	breaches := p.engine.Observe(crossing, t0)
+	require.NoError(t, p.store.save(context.Background(), p.engine.Pending(), p.engine), "written ahead")
+	p.engine.Commit()
+	p.mu.Unlock()
+	require.Len(t, breaches, 1)
+	require.NoError(t, p.Shutdown(context.Background()), "and then nothing left: the crash")
+	assert.Zero(t, dead.LogRecordCount())
+
+	sink := new(consumertest.LogsSink)
+	p = newTestProcessor(t, sink, c, func(cfg *Config) {
+		cfg.Storage = &fileStorageID
+		cfg.CheckInterval = 5 * time.Millisecond
+	})
+	require.NoError(t, p.Start(context.Background(), host))
+	defer func() { require.NoError(t, p.Shutdown(context.Background())) }()
+	require.Eventually(t, func() bool { return sink.LogRecordCount() == 1 }, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, p.ConsumeLogs(context.Background(), logsOf(t, crossing)), "the owner's redelivery")
+	_, guardrails := eventsOf(t, sink.AllLogs())
+	require.Len(t, guardrails, 1, "sent again once, not fired anew")
+	assert.Equal(t, p.guardrailEvent(breaches[0]).ID, guardrails[0].ID)
 }

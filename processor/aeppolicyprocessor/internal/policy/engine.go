@@ -119,6 +119,28 @@ func (e *Engine) Rollback() Changes {
 	return c
 }
 
+// Delivered reports that the events of breaches were taken: they leave
+// their sessions' unsent lists. It is no change to store at once: the
+// next write of the session carries it, and until then a restart sends
+// them again, which consumers dedupe.
+func (e *Engine) Delivered(breaches []Breach) {
+	for _, b := range breaches {
+		if st, ok := e.sessions[SessionKey{b.Agent, b.Session}]; ok {
+			st.Unsent = slices.DeleteFunc(st.Unsent, func(u Breach) bool { return u.Epoch == b.Epoch && u.Seq == b.Seq })
+		}
+	}
+}
+
+// Unsent are the breaches of every session not reported delivered, by
+// session and position.
+func (e *Engine) Unsent() []Breach {
+	var out []Breach
+	for _, k := range slices.SortedFunc(maps.Keys(e.sessions), compareKeys) {
+		out = append(out, e.sessions[k].Unsent...)
+	}
+	return out
+}
+
 // Keys are the sessions and agents the engine holds: what an index of the
 // stored states lists.
 func (e *Engine) Keys() ([]SessionKey, []string) {
@@ -219,13 +241,18 @@ func (j *judge) fire(fired map[string]bool, key, policy string, level Level, val
 		fired = make(map[string]bool)
 	}
 	fired[key] = true
-	j.breaches = append(j.breaches, Breach{
-		Agent: j.st.Agent, Session: j.st.Session, Policy: policy, Level: level,
-		Value: value, Threshold: threshold, Cause: j.cause, At: j.at,
-		Epoch: j.st.Epoch, Seq: j.st.Seq,
-	})
-	j.st.Seq++
+	j.add(Breach{Policy: policy, Level: level, Value: value, Threshold: threshold})
 	return fired
+}
+
+// add records b in the session: at the next position of its stream, and
+// unsent until the caller reports it delivered.
+func (j *judge) add(b Breach) {
+	b.Agent, b.Session, b.Cause, b.At = j.st.Agent, j.st.Session, j.cause, j.at
+	b.Epoch, b.Seq = j.st.Epoch, j.st.Seq
+	j.st.Seq++
+	j.st.Unsent = append(j.st.Unsent, b)
+	j.breaches = append(j.breaches, b)
 }
 
 // limit fires the level value reached under l, once each; a value that
@@ -294,9 +321,7 @@ func (e *Engine) Observe(ev *aep.Event, now time.Time) []Breach {
 		clear(st.OpenTools)
 		if ev.Type == "run.failed" && ev.Data["reason"] == "stuck" {
 			// The server's own stuck status: its run already ended.
-			j.breaches = append(j.breaches, Breach{Agent: st.Agent, Session: st.Session, Policy: StuckServer, Level: Soft,
-				Cause: ev.ID, At: at, Epoch: st.Epoch, Seq: st.Seq})
-			st.Seq++
+			j.add(Breach{Policy: StuckServer, Level: Soft})
 		}
 	case "tool.requested":
 		e.toolRequested(j, rules, ev, now)

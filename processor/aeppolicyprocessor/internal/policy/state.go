@@ -62,6 +62,11 @@ type SessionState struct {
 	Fired map[string]bool `json:"fired,omitempty"`
 	// Seen are the keys of the last events counted, oldest first.
 	Seen []string `json:"seen,omitempty"`
+	// Unsent are the breaches fired whose events the next consumer has
+	// not been seen to take: stored with the breach, they are sent again
+	// after a restart (the same events, which consumers dedupe), so a
+	// crash between the write and the hand-off loses no breach.
+	Unsent []Breach `json:"unsent,omitempty"`
 }
 
 // ToolUse is one tool request the loop rule remembers.

@@ -166,3 +166,21 @@ func TestDecodeRefusesOtherVersions(t *testing.T) {
 	_, err = DecodeSession([]byte(`{`))
 	assert.Error(t, err)
 }
+
+// TestUnsentSurvivesRestart: a breach whose delivery was not reported is
+// stored with its session and is unsent after a restart, at its position;
+// reported delivered, it is not.
+func TestUnsentSurvivesRestart(t *testing.T) {
+	p := &Policies{Default: Rules{Session: Budget{Tokens: Limit{Hard: 10}}}}
+	s := &store{sessions: map[SessionKey][]byte{}, agents: map[string][]byte{}}
+	e := New(p, func() int64 { return 1 }, 100)
+	fired := observe(e, 0, "run.finished", 0, finished(10, 10, -1))
+	s.save(t, e.Pending())
+	e.Commit()
+	require.Len(t, fired, 1)
+
+	e = s.engine(t, p, 2)
+	assert.Equal(t, fired, e.Unsent(), "sent again after the restart, the same breach")
+	e.Delivered(fired)
+	assert.Empty(t, e.Unsent())
+}
