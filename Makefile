@@ -12,7 +12,7 @@ GOTEST      := $(GO) test -race -count=1
 # into a virtualenv outside the repository and reused while it matches.
 OH_SERVER_VERSION := 1.58.2
 OH_VENV     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/otelcol-openhands/venv-$(OH_SERVER_VERSION)
-LIVE_TEST   := OH_PYTHON=$(OH_VENV)/bin/python OTELCOL_BIN=$(BIN) $(GOTEST) -tags live -timeout 15m -run '^TestLive(Control|Tree|Webhook)?$$' -v ./internal/testing/livetest/
+LIVE_TEST   := OH_PYTHON=$(OH_VENV)/bin/python OTELCOL_BIN=$(BIN) $(GOTEST) -tags live -timeout 15m -run '^TestLive(Control|Tree|Webhook|Policy)?$$' -v ./internal/testing/livetest/
 
 .PHONY: all build test unit-test lint bench bench-e2e demo demo-control demo-fleet clean venv live-test record
 
@@ -68,7 +68,8 @@ venv:
 # live-test runs the built collector, in every socket mode, against the real
 # openhands-agent-server driven by a scripted fake LLM, then once more with
 # the control gate open, driving every verb through a relay, then on a
-# conversation tree (an agent starting a child conversation, and a fork).
+# conversation tree (an agent starting a child conversation, and a fork),
+# then with the aeppolicy processor pausing a looping conversation.
 live-test: build venv
 	$(LIVE_TEST)
 
