@@ -14,7 +14,7 @@ OH_SERVER_VERSION := 1.58.2
 OH_VENV     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/otelcol-openhands/venv-$(OH_SERVER_VERSION)
 LIVE_TEST   := OH_PYTHON=$(OH_VENV)/bin/python OTELCOL_BIN=$(BIN) $(GOTEST) -tags live -timeout 15m -run '^TestLive(Control|Tree|Webhook|Policy)?$$' -v ./internal/testing/livetest/
 
-.PHONY: all build test unit-test lint bench bench-e2e demo demo-control demo-fleet clean venv live-test record
+.PHONY: all build test unit-test lint bench bench-e2e demo demo-control demo-fleet demo-govern clean venv live-test record
 
 all: lint test
 
@@ -61,6 +61,12 @@ demo-control: build
 # tokens and cost.
 demo-fleet: build
 	$(GO) run ./internal/testing/demo -scenario fleet -collector $(BIN) -config testdata/demo-fleet-config.yaml
+
+# demo-govern is the demo with the aeppolicy processor: a run crosses its
+# session's wall-time budget, a notice, then the hard breach, which pauses
+# the conversation through the open gate; the operator resumes it.
+demo-govern: build
+	$(GO) run ./internal/testing/demo -scenario govern -collector $(BIN) -config testdata/demo-govern-config.yaml
 
 venv:
 	@.ci/agent-server-venv $(OH_VENV) $(OH_SERVER_VERSION)

@@ -224,6 +224,8 @@ func printFlow(ev *aep.Event) {
 		line += fmt.Sprintf(" answer=%v by=%v", ev.Data["answer"], ev.Data["by"])
 	case "attention.resolved":
 		line += fmt.Sprintf(" resolution=%v", ev.Data["resolution"])
+	case "assessment.guardrail.recorded":
+		line += " (the policy engine's own stream)" + guardrailLine(ev)
 	}
 	fmt.Println(line)
 }
