@@ -142,7 +142,7 @@ func (p *aepPolicy) judgeTime(ctx context.Context) {
 	err := p.judged(ctx, plog.NewLogs(), breaches)
 	p.mu.Unlock()
 	if err != nil {
-		p.logger.Warn("the time-driven policies' breaches were refused; they are judged again at the next check", zap.Error(err))
+		p.rlog.Warn("tick", "the time-driven policies' breaches were refused; they are judged again at the next check", zap.Error(err))
 		return
 	}
 	p.act(ctx, breaches)
@@ -281,7 +281,7 @@ func (p *aepPolicy) resendUnsent(ctx context.Context) {
 		err = p.next.ConsumeLogs(ctx, ld)
 	}
 	if err != nil {
-		p.logger.Warn("could not send the stored breaches again; they are tried at the next check", zap.Error(err))
+		p.rlog.Warn("resend", "could not send the stored breaches again; they are tried at the next check", zap.Error(err))
 		return
 	}
 	p.engine.Delivered(unsent)
