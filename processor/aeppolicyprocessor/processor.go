@@ -297,7 +297,7 @@ func (p *aepPolicy) rollback(ctx context.Context) {
 		// Storage keeps the refused batch's totals: after a restart its
 		// retry is recognised as seen, and counted once.
 		p.tel.storage.Add(ctx, 1)
-		p.logger.Warn("could not store the policy state back after a refused batch", zap.Error(err))
+		p.rlog.Warn("store back", "could not store the policy state back after a refused batch", zap.Error(err))
 	}
 }
 
