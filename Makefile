@@ -26,9 +26,9 @@ DIST_CMD    := cd distribution && $(GO) run ./cmd/dist -root $(CURDIR) -binary $
 # into a virtualenv outside the repository and reused while it matches.
 OH_SERVER_VERSION := 1.58.2
 OH_VENV     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/otelcol-openhands/venv-$(OH_SERVER_VERSION)
-LIVE_TEST   := OH_PYTHON=$(OH_VENV)/bin/python OTELCOL_BIN=$(BIN) $(GOTEST) -tags live -timeout 15m -run '^TestLive(Control|Tree|Webhook|Targets)?$$' -v ./internal/testing/livetest/
+LIVE_TEST   := OH_PYTHON=$(OH_VENV)/bin/python OTELCOL_BIN=$(BIN) $(GOTEST) -tags live -timeout 15m -run '^TestLive(Control|Tree|Webhook|Targets|Policy)?$$' -v ./internal/testing/livetest/
 
-.PHONY: all build test unit-test dist-test package image chart lint bench bench-e2e demo demo-control demo-fleet clean venv live-test record cockpit tools
+.PHONY: all build test unit-test dist-test package image chart lint bench bench-e2e demo demo-control demo-fleet demo-govern clean venv live-test record cockpit tools
 
 all: lint test
 
@@ -115,13 +115,20 @@ demo-control: build
 demo-fleet: build
 	$(GO) run ./internal/testing/demo -scenario fleet -collector $(BIN) -config testdata/demo-fleet-config.yaml
 
+# demo-govern is the demo with the aeppolicy processor: a run crosses its
+# session's wall-time budget, a notice, then the hard breach, which pauses
+# the conversation through the open gate; the operator resumes it.
+demo-govern: build
+	$(GO) run ./internal/testing/demo -scenario govern -collector $(BIN) -config testdata/demo-govern-config.yaml
+
 venv:
 	@.ci/agent-server-venv $(OH_VENV) $(OH_SERVER_VERSION)
 
 # live-test runs the built collector, in every socket mode, against the real
 # openhands-agent-server driven by a scripted fake LLM, then once more with
 # the control gate open, driving every verb through a relay, then on a
-# conversation tree (an agent starting a child conversation, and a fork).
+# conversation tree (an agent starting a child conversation, and a fork),
+# then with the aeppolicy processor pausing a looping conversation.
 live-test: build venv
 	$(LIVE_TEST)
 

@@ -2,11 +2,9 @@ package aepconnector // import "github.com/otelcol-openhands/otelcol-openhands/c
 
 import (
 	"errors"
-	"fmt"
-	"maps"
-	"math"
-	"slices"
 	"time"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/usage"
 )
 
 // Config is the aep connector's configuration.
@@ -21,20 +19,7 @@ type Config struct {
 	// Prices are models' prices in US dollars per million tokens, by the
 	// gen_ai.request.model the events name: what a model call reported
 	// with its tokens but no cost (Codex, VS Code) costs.
-	Prices map[string]ModelPrice `mapstructure:"prices"`
-
-	_ struct{}
-}
-
-// ModelPrice is one model's price in US dollars per million tokens.
-type ModelPrice struct {
-	// Input prices input tokens that were not read from the provider's cache.
-	Input float64 `mapstructure:"input"`
-	// CachedInput prices input tokens read from the cache; unset, they
-	// cost what Input says.
-	CachedInput *float64 `mapstructure:"cached_input"`
-	// Output prices output tokens, reasoning tokens included.
-	Output float64 `mapstructure:"output"`
+	Prices usage.Prices `mapstructure:"prices"`
 
 	_ struct{}
 }
@@ -62,19 +47,6 @@ func (c *Config) Validate() error {
 	if c.MaxSeries <= 0 {
 		errs = append(errs, errors.New("max_series: must be positive"))
 	}
-	for _, model := range slices.Sorted(maps.Keys(c.Prices)) {
-		p := c.Prices[model]
-		if model == "" {
-			errs = append(errs, errors.New("prices: a model name must not be empty"))
-		}
-		for _, f := range []struct {
-			key   string
-			value *float64
-		}{{"input", &p.Input}, {"cached_input", p.CachedInput}, {"output", &p.Output}} {
-			if f.value != nil && !(*f.value >= 0 && !math.IsInf(*f.value, 0)) {
-				errs = append(errs, fmt.Errorf("prices[%q].%s: must be a non-negative number, got %v", model, f.key, *f.value))
-			}
-		}
-	}
+	errs = append(errs, c.Prices.Validate("prices")...)
 	return errors.Join(errs...)
 }

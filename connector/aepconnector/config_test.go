@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/usage"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/configcheck/configchecktest"
 )
 
@@ -33,7 +34,7 @@ func TestLoadConfig(t *testing.T) {
 	t.Run("prices", func(t *testing.T) {
 		cfg := loadConfig(t, "prices")
 		require.NoError(t, confmap.Validate(cfg))
-		assert.Equal(t, map[string]ModelPrice{
+		assert.Equal(t, usage.Prices{
 			"gpt-5-codex": {Input: 1.25, CachedInput: ptr(0.125), Output: 10},
 			"gpt-5.2":     {Input: 1.75, Output: 14},
 		}, cfg.Prices)

@@ -1,27 +1,27 @@
 package aepconnector // import "github.com/otelcol-openhands/otelcol-openhands/connector/aepconnector"
 
 import (
-	"slices"
 	"strings"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/runtrace"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/usage"
 )
 
 // Attribute names: the OpenTelemetry GenAI semantic conventions where they
 // have a name for the fact, aep.* (the projection's namespace) elsewhere.
 const (
-	attrOperationName  = "gen_ai.operation.name"
+	attrOperationName  = usage.AttrOperationName
 	attrAgentName      = "gen_ai.agent.name"
 	attrConversationID = "gen_ai.conversation.id"
 	attrSessionID      = "session.id"
 	attrToolName       = "gen_ai.tool.name"
 	attrToolCallID     = "gen_ai.tool.call.id"
 	attrTokenType      = "gen_ai.token.type"
-	attrInputTokens    = "gen_ai.usage.input_tokens"
-	attrOutputTokens   = "gen_ai.usage.output_tokens"
-	attrCachedTokens   = "gen_ai.usage.cache_read.input_tokens"
-	attrRequestModel   = "gen_ai.request.model"
+	attrInputTokens    = usage.AttrInputTokens
+	attrOutputTokens   = usage.AttrOutputTokens
+	attrCachedTokens   = usage.AttrCachedTokens
+	attrRequestModel   = usage.AttrRequestModel
 	attrErrorType      = "error.type"
 	attrOutcome        = "aep.outcome"
 	attrRunID          = "aep.run_id"
@@ -42,31 +42,7 @@ const (
 
 	// otherErrorType is the semantic conventions' fallback error.type.
 	otherErrorType = "_OTHER"
-
-	// currencyUSD is the currency of prices: US dollars, as litellm, which
-	// prices the openhands receiver's runs, has them.
-	currencyUSD = "USD"
 )
-
-// modelCallOperations are the GenAI conventions' operations of one model
-// call (an inference).
-var modelCallOperations = []string{"chat", "text_completion", "generate_content"}
-
-// modelCall reports whether ev is the record of one model call, and its
-// operation: data names one of modelCallOperations in
-// gen_ai.operation.name (the VS Code agent's inference records, Codex's
-// completed responses through the aepinbound processor). Run events never
-// are: a run's usage is its terminal's.
-func modelCall(ev *aep.Event) (string, bool) {
-	op, _ := ev.Data[attrOperationName].(string)
-	if strings.HasPrefix(ev.Type, "run.") || !slices.Contains(modelCallOperations, op) {
-		return "", false
-	}
-	return op, true
-}
-
-// costParts are the cost object's numeric fields (AEP-0002 §5.2).
-var costParts = []string{"total", "prompt", "completion", "cache", "reasoning"}
 
 // operationName is gen_ai.operation.name of the operation's span.
 func (o *operation) operationName() string {
@@ -149,33 +125,4 @@ func toolRef(ev *aep.Event) (name, callID string) {
 		name = ev.Subject
 	}
 	return name, callID
-}
-
-// tokens reads a gen_ai.usage.* count the event reports.
-func tokens(ev *aep.Event, attr string) (int64, bool) {
-	n, ok := number(ev.Data[attr])
-	if !ok || n < 0 {
-		return 0, false
-	}
-	return int64(n), true
-}
-
-// reportedCost reads the cost object: its currency and each numeric part
-// present.
-func reportedCost(ev *aep.Event) (currency string, parts map[string]float64) {
-	c, ok := ev.Data["cost"].(map[string]any)
-	if !ok {
-		return "", nil
-	}
-	currency, _ = c["currency"].(string)
-	if currency == "" {
-		return "", nil // the schema requires it; a cost without one means nothing
-	}
-	parts = make(map[string]float64, len(costParts))
-	for _, p := range costParts {
-		if v, ok := number(c[p]); ok {
-			parts[p] = v
-		}
-	}
-	return currency, parts
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/runtrace"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/usage"
 )
 
 // metricDef is one metric the connector emits (README "Metrics").
@@ -60,7 +61,7 @@ type metricsConnector struct {
 	// latest adds the current GenAI conventions' agent metrics (semconv.go).
 	latest bool
 	// prices cost model calls that report tokens but no cost.
-	prices map[string]ModelPrice
+	prices usage.Prices
 
 	mu     sync.Mutex
 	series map[string]*series
@@ -97,7 +98,7 @@ func (c *metricsConnector) ConsumeLogs(ctx context.Context, ld plog.Logs) error 
 	c.core.consume(ctx, ld, func(_ int, ev *aep.Event, _ time.Time, ops []*operation) {
 		record(metricEvents, ev.Agent, 1,
 			label{attrType, ev.Type}, label{attrSeverity, string(ev.EffectiveSeverity())})
-		if operation, ok := modelCall(ev); ok {
+		if operation, ok := usage.ModelCall(ev); ok {
 			c.recordUsage(ev, operation, record)
 		}
 		for _, op := range ops {
@@ -148,40 +149,15 @@ func (c *metricsConnector) recordOperation(o *operation, record recordFunc) {
 func (c *metricsConnector) recordUsage(ev *aep.Event, operation string, record recordFunc) {
 	model, _ := ev.Data[attrRequestModel].(string)
 	for _, tt := range []struct{ attr, tokenType string }{{attrInputTokens, "input"}, {attrOutputTokens, "output"}} {
-		if n, ok := tokens(ev, tt.attr); ok {
+		if n, ok := usage.Tokens(ev, tt.attr); ok {
 			record(metricTokenUsage, ev.Agent, float64(n), label{attrOperationName, operation},
 				label{attrTokenType, tt.tokenType}, label{attrRequestModel, model})
 		}
 	}
-	if currency, total, ok := c.cost(ev, model); ok {
+	if currency, total, ok := c.prices.Cost(ev); ok {
 		record(metricRunCost, ev.Agent, total, label{attrCostCurrency, currency},
 			label{attrOperationName, operation}, label{attrRequestModel, model})
 	}
-}
-
-// cost is the total cost ev reports, else its tokens at the model's price
-// when prices has it: cached input at the cached price, the rest of the
-// input at the input price, output (reasoning included) at the output
-// price.
-func (c *metricsConnector) cost(ev *aep.Event, model string) (currency string, total float64, ok bool) {
-	if currency, parts := reportedCost(ev); currency != "" {
-		total, ok = parts["total"]
-		return currency, total, ok
-	}
-	price, priced := c.prices[model]
-	input, hasInput := tokens(ev, attrInputTokens)
-	output, hasOutput := tokens(ev, attrOutputTokens)
-	if !priced || !hasInput || !hasOutput {
-		return "", 0, false
-	}
-	cached, _ := tokens(ev, attrCachedTokens)
-	cached = min(cached, input)
-	cachedPrice := price.Input
-	if price.CachedInput != nil {
-		cachedPrice = *price.CachedInput
-	}
-	perToken := float64(input-cached)*price.Input + float64(cached)*cachedPrice + float64(output)*price.Output
-	return currencyUSD, perToken / 1e6, true
 }
 
 // recordDuration records an operation's duration in

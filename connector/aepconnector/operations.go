@@ -2,12 +2,12 @@ package aepconnector // import "github.com/otelcol-openhands/otelcol-openhands/c
 
 import (
 	"container/list"
-	"encoding/json"
 	"strings"
 	"time"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/runtrace"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/usage"
 )
 
 // maxSpanEvents bounds the error.raised events one open run collects.
@@ -250,19 +250,9 @@ func terminalDuration(ev *aep.Event) (time.Duration, bool) {
 	case "attention.timeout":
 		field = "after_ms"
 	}
-	ms, ok := number(ev.Data[field])
+	ms, ok := usage.Number(ev.Data[field])
 	if !ok || ms < 0 {
 		return 0, false
 	}
 	return time.Duration(ms * float64(time.Millisecond)), true
-}
-
-// number reads a JSON number as the projection's inverse returns it.
-func number(v any) (float64, bool) {
-	n, ok := v.(json.Number)
-	if !ok {
-		return 0, false
-	}
-	f, err := n.Float64()
-	return f, err == nil
 }

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor/processortest"
 
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/usage"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/testing/vendorexport"
 	"github.com/otelcol-openhands/otelcol-openhands/processor/aepinboundprocessor"
 )
@@ -50,7 +51,7 @@ func inbound(t *testing.T, exports ...plog.Logs) plog.Logs {
 // their tokens, with their model, and their cost at the configured prices.
 func TestInboundSessionsSpans(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
-	cfg.Prices = map[string]ModelPrice{
+	cfg.Prices = usage.Prices{
 		"gpt-5-codex": {Input: 1.25, CachedInput: ptr(0.125), Output: 10},
 		"gpt-5.2":     {Input: 1.75, CachedInput: ptr(0.175), Output: 14},
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/runtrace"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/usage"
 )
 
 // tracesConnector emits one span per ended operation, under the resource
@@ -116,16 +117,16 @@ func putSpan(span ptrace.Span, o *operation) {
 // putUsage copies the run's token counts and cost onto the span.
 func putUsage(attrs pcommon.Map, ev *aep.Event) {
 	for _, attr := range []string{attrInputTokens, attrOutputTokens} {
-		if n, ok := tokens(ev, attr); ok {
+		if n, ok := usage.Tokens(ev, attr); ok {
 			attrs.PutInt(attr, n)
 		}
 	}
-	currency, parts := reportedCost(ev)
+	currency, parts := usage.ReportedCost(ev)
 	if currency == "" {
 		return
 	}
 	attrs.PutStr(attrCostCurrency, currency)
-	for _, p := range costParts {
+	for _, p := range usage.CostParts {
 		if v, ok := parts[p]; ok {
 			attrs.PutDouble(attrCostPrefix+p, v)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/usage"
 )
 
 // TestModelCallUsage: a record of one model call (gen_ai.operation.name
@@ -17,7 +18,7 @@ import (
 // model call, and a run's events, report nothing of their own.
 func TestModelCallUsage(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
-	cfg.Prices = map[string]ModelPrice{
+	cfg.Prices = usage.Prices{
 		"priced":         {Input: 2, CachedInput: ptr(0.5), Output: 8},
 		"no-cache-price": {Input: 2, Output: 8},
 	}

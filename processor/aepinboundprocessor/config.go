@@ -3,13 +3,13 @@ package aepinboundprocessor // import "github.com/otelcol-openhands/otelcol-open
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 
 	"go.opentelemetry.io/collector/component"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/capture"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/configcheck"
 	"github.com/otelcol-openhands/otelcol-openhands/processor/aepinboundprocessor/internal/vendormap"
 )
 
@@ -47,12 +47,6 @@ type CaptureConfig struct {
 	Level aep.Capture `mapstructure:"level"`
 }
 
-var hostLabels = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)
-
-// isHostName reports a DNS name (at most 253 bytes) or an IPv4 address:
-// what an AEP source's authority may carry without escaping.
-func isHostName(s string) bool { return len(s) <= 253 && hostLabels.MatchString(s) }
-
 // Validate checks the configuration; every message names its key.
 func (cfg *Config) Validate() error {
 	var errs []error
@@ -72,7 +66,7 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("mode: must be companion or primary, got %q", cfg.Mode))
 	}
 	errs = append(errs, capture.CheckCeiling("capture", cfg.Capture.Level, nil)...)
-	if !isHostName(cfg.SourceHost) {
+	if !configcheck.IsHostName(cfg.SourceHost) {
 		errs = append(errs, fmt.Errorf("source_host: %q is not a host name", cfg.SourceHost))
 	}
 	if cfg.MaxSessions < 1 {

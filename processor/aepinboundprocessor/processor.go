@@ -20,6 +20,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/capture"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/projection"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/configcheck"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/epoch"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/ratelog"
 	"github.com/otelcol-openhands/otelcol-openhands/processor/aepinboundprocessor/internal/vendormap"
@@ -300,7 +301,7 @@ func (b *batch) records(st *sessionState) plog.LogRecordSlice {
 // the ceiling discloses it (redacted and above), else source_host.
 func (p *aepInbound) sourceHost(rec vendormap.Record) string {
 	if p.opts.Ceiling.Allows(aep.CaptureRedacted) {
-		if h := vendormap.HostName(rec); isHostName(h) {
+		if h := vendormap.HostName(rec); configcheck.IsHostName(h) {
 			return h
 		}
 	}

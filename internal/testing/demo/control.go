@@ -27,27 +27,33 @@ type controlDemo struct {
 	printed int
 }
 
-func runControl(ctx context.Context, collectorBin, config string) (err error) {
+func runControl(ctx context.Context, collectorBin, config string) error {
+	return runGated(ctx, collectorBin, config, "Clean up the build", "the control gate is open", (*controlDemo).play)
+}
+
+// runGated runs play over one conversation titled title, with the
+// collector of config (the gate open, no traces or metrics), and reports
+// what reached the relay and the agent server.
+func runGated(ctx context.Context, collectorBin, config, title, setting string, play func(*controlDemo) error) (err error) {
 	f, err := startFixtures(false)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	agents, relay := f.agents, f.relay
-	conv, err := agents.CreateConversation(oh.ConversationOptions{Title: "Clean up the build"})
+	conv, err := agents.CreateConversation(oh.ConversationOptions{Title: title})
 	if err != nil {
 		return err
 	}
-	say("agent server %s, relay %s, conversation %s; the control gate is open", agents.URL(), relay.URL(), conv.ID())
-	// The control configuration exports no traces or metrics.
+	say("agent server %s, relay %s, conversation %s; %s", agents.URL(), relay.URL(), conv.ID(), setting)
+	// The gated configurations export no traces or metrics.
 	col, err := startCollector(collectorBin, config, agents.URL(), relay.URL(), "", "")
 	if err != nil {
 		return err
 	}
 	defer col.finish(&err)
 	say("collector log: %s", col.logPath)
-	d := &controlDemo{ctx: ctx, relay: relay, conv: conv, col: col}
-	if err := d.play(); err != nil {
+	if err := play(&controlDemo{ctx: ctx, relay: relay, conv: conv, col: col}); err != nil {
 		return err
 	}
 	violations := relay.Violations()
@@ -224,6 +230,8 @@ func printFlow(ev *aep.Event) {
 		line += fmt.Sprintf(" answer=%v by=%v", ev.Data["answer"], ev.Data["by"])
 	case "attention.resolved":
 		line += fmt.Sprintf(" resolution=%v", ev.Data["resolution"])
+	case "assessment.guardrail.recorded":
+		line += " (the policy engine's own stream)" + guardrailLine(ev)
 	}
 	fmt.Println(line)
 }

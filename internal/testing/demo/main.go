@@ -58,7 +58,7 @@ func main() {
 	collector := flag.String("collector", "bin/otelcol-openhands", "the built collector binary")
 	config := flag.String("config", "testdata/demo-config.yaml", "the collector configuration")
 	timeout := flag.Duration("timeout", 90*time.Second, "give up after this long")
-	scenario := flag.String("scenario", "watch", "watch (read-only), control (the gate open, an operator steering) or fleet (Codex, VS Code and an AEP emitter beside OpenHands)")
+	scenario := flag.String("scenario", "watch", "watch (read-only), control (the gate open, an operator steering), fleet (Codex, VS Code and an AEP emitter beside OpenHands) or govern (a budget breach pausing a conversation)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -73,8 +73,10 @@ func main() {
 		play = runControl
 	case "fleet":
 		play = runFleet
+	case "govern":
+		play = runGovern
 	default:
-		fmt.Fprintf(os.Stderr, "demo: unknown scenario %q (want watch, control or fleet)\n", *scenario)
+		fmt.Fprintf(os.Stderr, "demo: unknown scenario %q (want watch, control, fleet or govern)\n", *scenario)
 		os.Exit(2)
 	}
 	if err := play(ctx, *collector, *config); err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/exporter/aeprelayexporter"
 	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
 	"github.com/otelcol-openhands/otelcol-openhands/processor/aepinboundprocessor"
+	"github.com/otelcol-openhands/otelcol-openhands/processor/aeppolicyprocessor"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/aepreceiver"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
 )
@@ -70,6 +71,12 @@ type pipelineConfig struct {
 	// receiverExtra is appended to the receiver's configuration (indented
 	// YAML lines).
 	receiverExtra string
+	// policy, when set, is the aeppolicy processor's configuration
+	// (indented YAML lines); the processor runs before batch.
+	policy string
+	// metrics, when set, is a host:port where the collector serves its
+	// internal metrics for Prometheus.
+	metrics string
 }
 
 // yaml renders the collector configuration: short timings everywhere so
@@ -108,6 +115,22 @@ func (c pipelineConfig) yaml() string {
 		extensions = append(extensions, "openhandscontrol")
 		fmt.Fprintf(&extensionConfigs, "  openhandscontrol:\n%s\n", c.control)
 	}
+	processors, policy := "batch", ""
+	if c.policy != "" {
+		processors, policy = "aeppolicy, batch", "\n  aeppolicy:\n"+c.policy
+	}
+	telemetry := "\n      level: none"
+	if c.metrics != "" {
+		host, port, _ := strings.Cut(c.metrics, ":")
+		telemetry = fmt.Sprintf(`
+      level: normal
+      readers:
+        - pull:
+            exporter:
+              prometheus:
+                host: %s
+                port: %s`, host, port)
+	}
 	var b strings.Builder
 	if extensionConfigs.Len() > 0 {
 		fmt.Fprintf(&b, "\nextensions:\n%s", extensionConfigs.String())
@@ -123,7 +146,7 @@ receivers:
     reconnect:
       initial_interval: 10ms
       max_interval: 100ms
-processors:
+processors:%s
   batch:
     timeout: 20ms
 exporters:
@@ -136,7 +159,7 @@ exporters:
     reconnect:
       initial_interval: 10ms
       max_interval: 100ms%s
-`, c.agentServer, stubKey, socket, receiverExtra, c.relay, token, exporterExtra, confirm, retry)
+`, c.agentServer, stubKey, socket, receiverExtra, policy, c.relay, token, exporterExtra, confirm, retry)
 	if c.otlp != "" {
 		exporters = append(exporters, "otlp_http")
 		fmt.Fprintf(&b, `
@@ -160,14 +183,13 @@ connectors:
 service:
   extensions: [%s]
   telemetry:
-    metrics:
-      level: none
+    metrics:%s
   pipelines:
     logs:
       receivers: [openhands]
-      processors: [batch]
+      processors: [%s]
       exporters: [%s]
-`, strings.Join(extensions, ", "), strings.Join(exporters, ", "))
+`, strings.Join(extensions, ", "), telemetry, processors, strings.Join(exporters, ", "))
 	if connected {
 		b.WriteString(`
     traces:
@@ -188,7 +210,7 @@ func factories() (otelcol.Factories, error) {
 	if err != nil {
 		return otelcol.Factories{}, fmt.Errorf("receiver factories: %w", err)
 	}
-	processors, err := otelcol.MakeFactoryMap(batchprocessor.NewFactory(), aepinboundprocessor.NewFactory())
+	processors, err := otelcol.MakeFactoryMap(batchprocessor.NewFactory(), aepinboundprocessor.NewFactory(), aeppolicyprocessor.NewFactory())
 	if err != nil {
 		return otelcol.Factories{}, fmt.Errorf("processor factories: %w", err)
 	}

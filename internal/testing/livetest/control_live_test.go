@@ -50,7 +50,7 @@ func TestLiveControl(t *testing.T) {
 	var front *Front
 	g.rec, front = startRecordedFront(t, g.server.url)
 	g.relay = aeprelaytest.Start(t, aeprelaytest.Config{Token: relayToken})
-	g.col = startCollectorProcess(t, bin, gatedConfig(front.ProxyURL(), g.relay.URL()))
+	g.col = startCollectorProcess(t, bin, gatedConfig(front.ProxyURL(), g.relay.URL(), ""))
 	logOnFailure(t, g.server, g.col)
 
 	t.Run("approve", func(t *testing.T) {
@@ -117,8 +117,13 @@ func TestLiveControl(t *testing.T) {
 
 // gatedConfig is one collector: an auto-socket receiver at capture
 // redacted (so refusal details ride) registered with an open gate, and a
-// relay exporter naming the same gate.
-func gatedConfig(proxyURL, relay string) string {
+// relay exporter naming the same gate; policy, when set, is the aeppolicy
+// processor's configuration (indented YAML lines), run before batch.
+func gatedConfig(proxyURL, relay, policy string) string {
+	processors := "batch"
+	if policy != "" {
+		processors, policy = "aeppolicy, batch", "  aeppolicy:\n"+policy+"\n"
+	}
 	return fmt.Sprintf(`extensions:
   openhandscontrol:
     enabled: true
@@ -127,7 +132,7 @@ receivers:
   openhands:
 %s    control: openhandscontrol
 processors:
-  batch:
+%s  batch:
     timeout: 50ms
 exporters:
   aeprelay:
@@ -143,9 +148,9 @@ service:
   pipelines:
     logs:
       receivers: [openhands]
-      processors: [batch]
+      processors: [%s]
       exporters: [aeprelay]
-`, ackWindow, Indent(ReceiverYAML("auto", aep.CaptureRedacted, proxyURL), 4), relay, relayToken)
+`, ackWindow, Indent(ReceiverYAML("auto", aep.CaptureRedacted, proxyURL), 4), policy, relay, relayToken, processors)
 }
 
 // open creates a conversation, waits for the gated receiver to attach and

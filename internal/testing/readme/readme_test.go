@@ -51,6 +51,7 @@ import (
 	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
 	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol/controlcheck"
 	"github.com/otelcol-openhands/otelcol-openhands/processor/aepinboundprocessor"
+	"github.com/otelcol-openhands/otelcol-openhands/processor/aeppolicyprocessor"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/aepreceiver"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
 )
@@ -61,7 +62,7 @@ import (
 var (
 	receivers  = []func() receiver.Factory{openhandsreceiver.NewFactory, aepreceiver.NewFactory, otlpreceiver.NewFactory}
 	processors = []func() processor.Factory{batchprocessor.NewFactory, memorylimiterprocessor.NewFactory,
-		resourceprocessor.NewFactory, aepinboundprocessor.NewFactory}
+		resourceprocessor.NewFactory, aepinboundprocessor.NewFactory, aeppolicyprocessor.NewFactory}
 	exporters = []func() exporter.Factory{aeprelayexporter.NewFactory, aepfileexporter.NewFactory, debugexporter.NewFactory,
 		otlpexporter.NewFactory, otlphttpexporter.NewFactory, prometheusexporter.NewFactory, kafkaexporter.NewFactory}
 	connectors = []func() connector.Factory{aepconnector.NewFactory}
