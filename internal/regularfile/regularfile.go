@@ -53,9 +53,11 @@ func check(root *os.Root, name string, f *os.File) error {
 }
 
 // ReadDir lists dir inside root; its entries' types are as listed, so a
-// symlink is reported as one, never followed.
+// symlink is reported as one, never followed. dir must be a folder: one
+// swapped for a FIFO since it was listed is refused, not opened (which
+// would block until a writer came).
 func ReadDir(root *os.Root, dir string) ([]fs.DirEntry, error) {
-	d, err := root.Open(dir)
+	d, err := root.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
