@@ -75,3 +75,21 @@ func TestReadDirFIFO(t *testing.T) {
 		t.Fatal("ReadDir blocked on a FIFO")
 	}
 }
+
+// An entry swapped after the open is refused: what was opened is no longer
+// what the name shows (a symlink, opened through, then replaced by a plain
+// file before the check looked).
+func TestCheckSwapped(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "other.jsonl"), []byte("other\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "log.jsonl"), []byte("x\n"), 0o600))
+	root, err := os.OpenRoot(dir)
+	require.NoError(t, err)
+	defer root.Close()
+	f, err := root.Open("other.jsonl")
+	require.NoError(t, err)
+	defer f.Close()
+
+	assert.ErrorContains(t, check(root, "log.jsonl", f), "replaced")
+	assert.NoError(t, check(root, "other.jsonl", f))
+}
