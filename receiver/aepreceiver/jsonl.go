@@ -230,7 +230,7 @@ func (t *tailer) tail(ctx context.Context, root *os.Root, name string) {
 		return // a .gz read already
 	}
 	defer file.Close()
-	lr := newLineReader(lines, t.r.maxBody)
+	lr := newLineReader(lines, t.r.maxBody, strings.HasSuffix(name, gzSuffix))
 	for ctx.Err() == nil {
 		batch, read, err := lr.readBatch(maxLinesPerBatch, t.r.maxBody)
 		if err != nil {
@@ -407,17 +407,20 @@ type jsonlLine struct {
 type lineReader struct {
 	br      *bufio.Reader
 	maxLine int64
-	held    *jsonlLine
-	heldN   int64
+	// final: the reader ends where the log does (a .gz, written once),
+	// so an unterminated last line is complete.
+	final bool
+	held  *jsonlLine
+	heldN int64
 }
 
-func newLineReader(r io.Reader, maxLine int64) *lineReader {
-	return &lineReader{br: bufio.NewReaderSize(r, 64<<10), maxLine: maxLine}
+func newLineReader(r io.Reader, maxLine int64, final bool) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, 64<<10), maxLine: maxLine, final: final}
 }
 
 // readBatch reads up to max complete lines of at most maxBytes together
 // (a longer line makes a batch of its own), and the bytes they took; an
-// unterminated last line is left unread.
+// unterminated last line is left unread unless the reader is final.
 func (lr *lineReader) readBatch(max int, maxBytes int64) ([]jsonlLine, int64, error) {
 	var lines []jsonlLine
 	var read, held int64
@@ -447,12 +450,13 @@ func (lr *lineReader) next() (jsonlLine, int64, error) {
 		lr.held = nil
 		return line, n, nil
 	}
-	return readLine(lr.br, lr.maxLine)
+	return readLine(lr.br, lr.maxLine, lr.final)
 }
 
 // readLine reads one newline-terminated line and the bytes it took;
-// io.EOF when the rest holds no newline.
-func readLine(br *bufio.Reader, maxLine int64) (jsonlLine, int64, error) {
+// io.EOF when the rest holds no newline, unless final: then the rest is
+// the last line.
+func readLine(br *bufio.Reader, maxLine int64, final bool) (jsonlLine, int64, error) {
 	var line jsonlLine
 	var n int64
 	for {
@@ -469,6 +473,8 @@ func readLine(br *bufio.Reader, maxLine int64) (jsonlLine, int64, error) {
 			return line, n, nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
+		case errors.Is(err, io.EOF) && final && n > 0:
+			return line, n, nil
 		default:
 			return jsonlLine{}, 0, err
 		}

@@ -335,6 +335,24 @@ func TestJSONLReadsCompressedLogs(t *testing.T) {
 	assert.Equal(t, 3, freshSink.LogRecordCount(), "read whole by a receiver that never saw the plain log")
 }
 
+// A .gz is written once: its last line is read even without a newline
+// (a plain log's waits for one), or it would never be.
+func TestJSONLReadsTheUnterminatedLastLineOfACompressedLog(t *testing.T) {
+	dir := t.TempDir()
+	path := sessionLog(t, dir)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, err := zw.Write(bytes.TrimSuffix(ndjson(toolRequested, runStarted), []byte("\n")))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	require.NoError(t, os.WriteFile(path+".gz", gz.Bytes(), 0o600))
+	sink := new(consumertest.LogsSink)
+	r := unstartedTailer(t, dir, sink)
+	r.tailer.round(context.Background())
+	r.tailer.round(context.Background())
+	assert.Equal(t, 2, sink.LogRecordCount())
+}
+
 // unstartedTailer is a receiver tailing dir into next whose rounds the
 // test runs itself, one at a time.
 func unstartedTailer(t *testing.T, dir string, next consumer.Logs) *aepReceiver {
