@@ -307,12 +307,7 @@ func TestJSONLReadsCompressedLogs(t *testing.T) {
 	require.Equal(t, 2, sink.LogRecordCount())
 
 	// Compressed with a line the plain log got after the last round.
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	_, err := zw.Write(ndjson(toolRequested, runStarted, third))
-	require.NoError(t, err)
-	require.NoError(t, zw.Close())
-	require.NoError(t, os.WriteFile(path+".gz", gz.Bytes(), 0o600))
+	writeGzip(t, path+".gz", ndjson(toolRequested, runStarted, third))
 	r.tailer.round(context.Background())
 	assert.Equal(t, 2, sink.LogRecordCount(), "while both are there, the plain log is read")
 	require.NoError(t, os.Remove(path))
@@ -340,17 +335,23 @@ func TestJSONLReadsCompressedLogs(t *testing.T) {
 func TestJSONLReadsTheUnterminatedLastLineOfACompressedLog(t *testing.T) {
 	dir := t.TempDir()
 	path := sessionLog(t, dir)
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	_, err := zw.Write(bytes.TrimSuffix(ndjson(toolRequested, runStarted), []byte("\n")))
-	require.NoError(t, err)
-	require.NoError(t, zw.Close())
-	require.NoError(t, os.WriteFile(path+".gz", gz.Bytes(), 0o600))
+	writeGzip(t, path+".gz", bytes.TrimSuffix(ndjson(toolRequested, runStarted), []byte("\n")))
 	sink := new(consumertest.LogsSink)
 	r := unstartedTailer(t, dir, sink)
 	r.tailer.round(context.Background())
 	r.tailer.round(context.Background())
 	assert.Equal(t, 2, sink.LogRecordCount())
+}
+
+// writeGzip writes data, gzipped, to path.
+func writeGzip(t *testing.T, path string, data []byte) {
+	t.Helper()
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, err := zw.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	require.NoError(t, os.WriteFile(path, gz.Bytes(), 0o600))
 }
 
 // unstartedTailer is a receiver tailing dir into next whose rounds the
