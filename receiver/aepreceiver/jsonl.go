@@ -3,6 +3,7 @@ package aepreceiver // import "github.com/otelcol-openhands/otelcol-openhands/re
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -143,12 +144,38 @@ func (t *tailer) round(ctx context.Context) {
 			delete(t.files, log) // removed; its stored offset stays, in case it comes back
 		}
 	}
-	for _, name := range names {
+	for _, name := range slices.SortedFunc(slices.Values(names), bySegment) {
 		if ctx.Err() != nil {
 			return
 		}
 		t.tail(ctx, root, name)
 	}
+}
+
+// bySegment orders logs by path with each log's segments in segment order
+// ({stem}.jsonl, {stem}.1.jsonl, … {stem}.10.jsonl), as the aepfile
+// exporter wrote them: by name alone "s1.1.jsonl" comes before
+// "s1.jsonl", and a session caught up on in one round would lose its seq
+// order.
+func bySegment(a, b string) int {
+	aStem, aN := segmentOf(a)
+	bStem, bN := segmentOf(b)
+	return cmp.Or(strings.Compare(aStem, bStem), cmp.Compare(aN, bN), strings.Compare(a, b))
+}
+
+// segmentOf splits a log's name into its stem and segment number (0 for
+// {stem}.jsonl).
+func segmentOf(name string) (string, int) {
+	stem := strings.TrimSuffix(strings.TrimSuffix(name, gzSuffix), ".jsonl")
+	i := strings.LastIndexByte(stem, '.')
+	if i < 0 || strings.ContainsRune(stem[i:], '/') {
+		return stem, 0
+	}
+	n, err := strconv.Atoi(stem[i+1:])
+	if err != nil || n <= 0 || stem[i+1] == '+' {
+		return stem, 0
+	}
+	return stem[:i], n
 }
 
 // list names, sorted and relative to the directory, the session logs to

@@ -343,6 +343,43 @@ func TestJSONLReadsTheUnterminatedLastLineOfACompressedLog(t *testing.T) {
 	assert.Equal(t, 2, sink.LogRecordCount())
 }
 
+// The aepfile exporter's rotated segments of a log ({session}.jsonl, then
+// {session}.1.jsonl, … {session}.10.jsonl) are read in segment order, not
+// in the order of their names ("s1.1.jsonl" sorts before "s1.jsonl"), so a
+// session caught up on in one round keeps its seq order.
+func TestJSONLReadsSegmentsInOrder(t *testing.T) {
+	dir := t.TempDir()
+	path := sessionLog(t, dir)
+	stem := strings.TrimSuffix(path, ".jsonl")
+	var ids []string
+	for n := range 11 {
+		id := fmt.Sprintf("seg%d", n)
+		ids = append(ids, id)
+		name := path
+		if n > 0 {
+			name = fmt.Sprintf("%s.%d.jsonl", stem, n)
+		}
+		appendTo(t, name, ndjson(event(id, n, "run.started", `{}`)))
+	}
+	require.NoError(t, os.Rename(fmt.Sprintf("%s.%d.jsonl", stem, 3), fmt.Sprintf("%s.%d.jsonl.gz", stem, 3)))
+	writeGzip(t, fmt.Sprintf("%s.%d.jsonl.gz", stem, 3), ndjson(event("seg3", 3, "run.started", `{}`)))
+	sink := new(consumertest.LogsSink)
+	r := unstartedTailer(t, dir, sink)
+	r.tailer.round(context.Background())
+	var got []string
+	for _, ld := range sink.AllLogs() {
+		for _, rl := range ld.ResourceLogs().All() {
+			for _, sl := range rl.ScopeLogs().All() {
+				for _, lr := range sl.LogRecords().All() {
+					id, _ := lr.Attributes().Get(projection.AttrEventID)
+					got = append(got, id.Str())
+				}
+			}
+		}
+	}
+	assert.Equal(t, ids, got)
+}
+
 // writeGzip writes data, gzipped, to path.
 func writeGzip(t *testing.T, path string, data []byte) {
 	t.Helper()
