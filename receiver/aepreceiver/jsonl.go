@@ -70,6 +70,9 @@ type tailedFile struct {
 	// versionReported: a line of an unsupported version was reported
 	// (AEP-0003 §3.1: skip it, report it once).
 	versionReported bool
+	// inLongLine: offset is inside a line already counted too long; the
+	// rest of it is passed over.
+	inLongLine bool
 }
 
 func newTailer(r *aepReceiver, cfg JSONLConfig) (*tailer, error) {
@@ -257,7 +260,8 @@ func (t *tailer) tail(ctx context.Context, root *os.Root, name string) {
 		return // a .gz read already
 	}
 	defer file.Close()
-	lr := newLineReader(lines, t.r.maxBody, strings.HasSuffix(name, gzSuffix))
+	lr := newLineReader(ctxReader{ctx, lines}, t.r.maxBody, strings.HasSuffix(name, gzSuffix))
+	lr.inLong = f.inLongLine
 	for ctx.Err() == nil {
 		batch, read, err := lr.readBatch(maxLinesPerBatch, t.r.maxBody)
 		if err != nil {
@@ -274,6 +278,7 @@ func (t *tailer) tail(ctx context.Context, root *os.Root, name string) {
 			return
 		}
 		f.offset += read
+		f.inLongLine = lr.inLong
 		// Stored even while shutting down: the lines have left.
 		t.storeOffset(context.WithoutCancel(ctx), log, f.offset)
 	}
@@ -311,7 +316,7 @@ func (t *tailer) seek(file *os.File, name string, f *tailedFile) (io.Reader, err
 		if _, err := file.Seek(f.offset, io.SeekStart); err != nil {
 			return nil, err
 		}
-		return io.LimitReader(file, info.Size()-f.offset), nil
+		return io.LimitReader(file, min(info.Size()-f.offset, t.roundBytes())), nil
 	}
 	if f.readGzip != nil && os.SameFile(f.readGzip, info) && f.readGzip.Size() == info.Size() && f.readGzip.ModTime().Equal(info.ModTime()) {
 		return nil, nil
@@ -336,7 +341,27 @@ func (t *tailer) seek(file *os.File, name string, f *tailedFile) (io.Reader, err
 func (t *tailer) shrank(name string, f *tailedFile, size int64) {
 	t.r.set.Logger.Warn("a JSONL session log shrank below its offset; reading it again from the start",
 		zap.String("path", name), zap.Int64("offset", f.offset), zap.Int64("size", size))
-	f.offset = 0
+	f.offset, f.inLongLine = 0, false
+}
+
+// roundBytes bounds what one round reads of a plain log: a few lines of
+// the longest size taken, so that a huge file (a sparse one holding no
+// newline, the regular-file form of /dev/zero) does not hold up the logs
+// after it; the rest is read in the next rounds.
+func (t *tailer) roundBytes() int64 { return 8 * (t.r.maxBody + 1) }
+
+// ctxReader fails its reads once ctx is done, so that shutdown does not
+// wait for a long read (a .gz that expands a lot) to end.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // pass checks lines and hands the admitted ones to the pipeline. It
@@ -423,10 +448,13 @@ func versionOf(line []byte) (string, bool) {
 }
 
 // jsonlLine is one complete line, newline cut; tooLong marks a line over
-// the size limit, consumed but not kept.
+// the size limit, consumed but not kept, and open one that has no newline
+// yet (the last line of a .gz, or a line too long, consumed as far as it
+// goes).
 type jsonlLine struct {
 	raw     []byte
 	tooLong bool
+	open    bool
 }
 
 // lineReader reads complete lines; a line read past a batch's byte budget
@@ -437,8 +465,11 @@ type lineReader struct {
 	// final: the reader ends where the log does (a .gz, written once),
 	// so an unterminated last line is complete.
 	final bool
-	held  *jsonlLine
-	heldN int64
+	// inLong: the reader is inside a line already read as too long; the
+	// rest of it, up to its newline, is consumed and not returned.
+	inLong bool
+	held   *jsonlLine
+	heldN  int64
 }
 
 func newLineReader(r io.Reader, maxLine int64, final bool) *lineReader {
@@ -459,6 +490,11 @@ func (lr *lineReader) readBatch(max int, maxBytes int64) ([]jsonlLine, int64, er
 		if err != nil {
 			return nil, 0, err
 		}
+		if lr.inLong {
+			lr.inLong = line.open
+			read += n
+			continue
+		}
 		if len(lines) > 0 && held+int64(len(line.raw)) > maxBytes {
 			lr.held, lr.heldN = &line, n
 			break
@@ -466,6 +502,7 @@ func (lr *lineReader) readBatch(max int, maxBytes int64) ([]jsonlLine, int64, er
 		lines = append(lines, line)
 		read += n
 		held += int64(len(line.raw))
+		lr.inLong = line.tooLong && line.open
 	}
 	return lines, read, nil
 }
@@ -481,8 +518,8 @@ func (lr *lineReader) next() (jsonlLine, int64, error) {
 }
 
 // readLine reads one newline-terminated line and the bytes it took;
-// io.EOF when the rest holds no newline, unless final: then the rest is
-// the last line.
+// io.EOF when the rest holds no newline, unless final (the rest is the
+// last line) or the rest is already too long: then it is an open line.
 func readLine(br *bufio.Reader, maxLine int64, final bool) (jsonlLine, int64, error) {
 	var line jsonlLine
 	var n int64
@@ -500,7 +537,8 @@ func readLine(br *bufio.Reader, maxLine int64, final bool) (jsonlLine, int64, er
 			return line, n, nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
-		case errors.Is(err, io.EOF) && final && n > 0:
+		case errors.Is(err, io.EOF) && n > 0 && (final || line.tooLong):
+			line.open = true
 			return line, n, nil
 		default:
 			return jsonlLine{}, 0, err

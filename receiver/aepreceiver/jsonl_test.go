@@ -246,6 +246,57 @@ func TestJSONLTailsRegularFilesInsideTheDirectoryOnly(t *testing.T) {
 	assert.Positive(t, h.logs.FilterMessageSnippet("not a regular file").Len())
 }
 
+// A huge file with no newline (a 1 TiB sparse file, the regular-file form
+// of /dev/zero) is read a bounded slice per round: the logs after it keep
+// being tailed, its over-long line is counted once, and shutdown
+// completes. It was read whole every round, and never passed.
+func TestJSONLHugeLineDoesNotStallTheOthers(t *testing.T) {
+	dir := t.TempDir()
+	path := sessionLog(t, dir)
+	appendTo(t, path, ndjson(toolRequested))
+	big, err := os.Create(filepath.Join(dir, "claude-code", "a-big.jsonl"))
+	require.NoError(t, err)
+	require.NoError(t, big.Truncate(1<<40))
+	require.NoError(t, big.Close())
+
+	h := newHarness(t, nil, nil, tailing(dir, nil))
+	h.awaitIDs("e1")
+	appendTo(t, path, ndjson(runStarted))
+	h.awaitIDs("e1", "e2")
+	assert.Equal(t, int64(1), h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonTooLarge)), "the over-long line is counted once")
+
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		h.stopReceiver()
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(waitFor):
+		t.Fatal("shutdown did not complete")
+	}
+}
+
+// The rest of a line counted too long while it was still being written is
+// passed over when its newline comes: counted once, and the lines after it
+// are read.
+func TestJSONLRestOfALongLineIsPassedOver(t *testing.T) {
+	const maxBody = 4 << 10
+	dir := t.TempDir()
+	path := sessionLog(t, dir)
+	long := bytes.Repeat([]byte("a"), 20*maxBody)
+	appendTo(t, path, long)
+	h := newHarness(t, nil, nil, tailing(dir, nil), func(c *Config) { c.MaxRequestBodySize = maxBody })
+	require.Eventually(t, func() bool {
+		return h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonTooLarge)) == 1
+	}, waitFor, 10*time.Millisecond)
+	appendTo(t, path, append(long, '\n'))
+	appendTo(t, path, ndjson(toolRequested))
+	h.awaitIDs("e1")
+	assert.Equal(t, int64(1), h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonTooLarge)))
+	assert.Zero(t, h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonInvalid)))
+}
+
 // A batch is bounded in bytes as well as in lines: lines of a third of
 // max_request_body_size go to the pipeline at most three to a call, so a
 // round never holds more than about the body limit.
