@@ -231,8 +231,12 @@ const agentSessionsKept = 4096
 // OTLP export or aep POST may name it) would make a second claimant, and
 // every command for the session would be refused as ambiguous. Such an
 // event is dropped and counted; the agent's own events note their
-// sessions.
+// sessions. Without a control extension no command is taken, and every
+// event is sent.
 func (s *socketTransport) claimedByAgent(ctx context.Context, group []outboundEvent) []outboundEvent {
+	if s.control == nil {
+		return group
+	}
 	s.sessionsMu.Lock()
 	defer s.sessionsMu.Unlock()
 	if group[0].agent == s.cfg.Agent {

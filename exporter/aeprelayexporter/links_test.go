@@ -293,3 +293,14 @@ func TestSocketAnotherAgentCannotClaimTheAgentsSession(t *testing.T) {
 		t.Fatal("the control extension never received the command")
 	}
 }
+
+// TestSocketWithoutControlSendsEverySession: without a control extension
+// no command is taken, so no session is kept from another agent.
+func TestSocketWithoutControlSendsEverySession(t *testing.T) {
+	relay := startRelay(t, aeprelaytest.Config{})
+	h := startExporter(t, socketConfig(relay), nil)
+	require.NoError(t, h.consume(t, aeptest.LogsOf(t, newEvent("s1", 0))))
+	require.NoError(t, h.consume(t, aeptest.LogsOf(t, agentEvent("codex", "s1", 0))))
+	assert.Len(t, relayIDs(relay), 2)
+	assert.Equal(t, int64(0), h.counter(t, "otelcol_aeprelay_events_rejected", attribute.String("reason", reasonSessionClaimed)))
+}
