@@ -61,14 +61,35 @@ func (h *harness) awaitIDs(ids ...string) {
 	h.t.Helper()
 	var got []string
 	require.Eventually(h.t, func() bool {
-		got = got[:0]
-		for _, r := range h.records() {
-			id, _ := r.lr.Attributes().Get(projection.AttrEventID)
-			got = append(got, id.Str())
-		}
+		got = idsOf(h.records())
 		return len(got) >= len(ids)
 	}, waitFor, 10*time.Millisecond, "awaiting %v", ids)
 	assert.Equal(h.t, ids, got)
+}
+
+// idsOf is the event ids of records, in order.
+func idsOf(records []receivedRecord) []string {
+	ids := make([]string, 0, len(records))
+	for _, r := range records {
+		id, _ := r.lr.Attributes().Get(projection.AttrEventID)
+		ids = append(ids, id.Str())
+	}
+	return ids
+}
+
+// awaitShutdown shuts the receiver down and fails unless that completes.
+func (h *harness) awaitShutdown() {
+	h.t.Helper()
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		h.stopReceiver()
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(waitFor):
+		h.t.Fatal("shutdown did not complete")
+	}
 }
 
 // The tailer passes on complete lines in order, holds a line still being
@@ -233,16 +254,7 @@ func TestJSONLTailsRegularFilesInsideTheDirectoryOnly(t *testing.T) {
 	appendTo(t, path, ndjson(runStarted))
 	h.awaitIDs("e1", "e2")
 
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		h.stopReceiver()
-	}()
-	select {
-	case <-stopped:
-	case <-time.After(waitFor):
-		t.Fatal("shutdown did not complete")
-	}
+	h.awaitShutdown()
 	assert.Positive(t, h.logs.FilterMessageSnippet("not a regular file").Len())
 }
 
@@ -265,16 +277,7 @@ func TestJSONLHugeLineDoesNotStallTheOthers(t *testing.T) {
 	h.awaitIDs("e1", "e2")
 	assert.Equal(t, int64(1), h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonTooLarge)), "the over-long line is counted once")
 
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		h.stopReceiver()
-	}()
-	select {
-	case <-stopped:
-	case <-time.After(waitFor):
-		t.Fatal("shutdown did not complete")
-	}
+	h.awaitShutdown()
 }
 
 // The rest of a line counted too long while it was still being written is
@@ -417,18 +420,7 @@ func TestJSONLReadsSegmentsInOrder(t *testing.T) {
 	sink := new(consumertest.LogsSink)
 	r := unstartedTailer(t, dir, sink)
 	r.tailer.round(context.Background())
-	var got []string
-	for _, ld := range sink.AllLogs() {
-		for _, rl := range ld.ResourceLogs().All() {
-			for _, sl := range rl.ScopeLogs().All() {
-				for _, lr := range sl.LogRecords().All() {
-					id, _ := lr.Attributes().Get(projection.AttrEventID)
-					got = append(got, id.Str())
-				}
-			}
-		}
-	}
-	assert.Equal(t, ids, got)
+	assert.Equal(t, ids, idsOf(receivedBy(sink)))
 }
 
 // writeGzip writes data, gzipped, to path.
