@@ -188,7 +188,7 @@ func (s *socketTransport) send(ctx context.Context, src *pushSource) error {
 	deadline := writeDeadline(ctx, s.cfg.ConfirmTimeout)
 	for chunk := src.take(writeChunk); len(chunk) > 0; chunk = src.take(writeChunk) {
 		for _, group := range byAgent(chunk) {
-			if group = s.claimedByAgent(ctx, group); len(group) == 0 {
+			if group = s.claimedByAgent(ctx, s.fitFrame(ctx, group)); len(group) == 0 {
 				continue
 			}
 			p := d.part(ctx, group[0].agent)
@@ -203,6 +203,20 @@ func (s *socketTransport) send(ctx context.Context, src *pushSource) error {
 	}
 	d.finish(ctx)
 	return d.result()
+}
+
+// fitFrame returns group less the events whose frame is over maxFrame,
+// which are dropped: the relay closes a socket that sends one (1009), so
+// the push would fail at every retry and hold the queue behind it.
+func (s *socketTransport) fitFrame(ctx context.Context, group []outboundEvent) []outboundEvent {
+	return slices.DeleteFunc(group, func(ev outboundEvent) bool {
+		if len(ev.raw) <= maxFrame {
+			return false
+		}
+		s.drop(ctx, refusal{reason: reasonTooLarge, id: ev.id, typ: ev.typ, session: ev.session,
+			err: fmt.Errorf("the event is %d bytes, over the %d a relay socket frame may hold (AEP_MAX_BODY)", len(ev.raw), maxFrame)})
+		return true
+	})
 }
 
 // refuseAgent drops an event of another agent when max_links opens no
