@@ -22,6 +22,9 @@ const (
 	reasonRelayRefused = "relay_refused"
 	// reasonTooLarge: the relay answered 413 for this event alone.
 	reasonTooLarge = "too_large"
+	// reasonSessionClaimed: another agent's event in a session the link of
+	// agent carries (links.go, claimedByAgent).
+	reasonSessionClaimed = "session_claimed"
 	// reasonCommand: the record is a command. It is counted apart, by
 	// otelcol_aeprelay_commands_refused, never as a rejected event.
 	reasonCommand = "command"

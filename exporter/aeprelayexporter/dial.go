@@ -18,7 +18,11 @@ import (
 
 // maxInboundFrame bounds one relay frame (the reference relay's
 // AEP_MAX_BODY).
-const maxInboundFrame = 16 << 20
+const maxInboundFrame = maxFrame
+
+// maxFrame is the reference relay's AEP_MAX_BODY, which bounds a socket
+// frame either way.
+const maxFrame = 16 << 20
 
 // socketEndpoint is {endpoint}/socket in its two forms: the ws or wss URL
 // to dial, and the http or https URL the upgrade request travels to (what

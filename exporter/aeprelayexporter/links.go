@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -217,4 +218,41 @@ func (s *socketTransport) connected(ctx context.Context, l *relayLink) (*relayCo
 			return nil, fmt.Errorf("AEP relay link of agent %q not connected yet: %w", l.agent, ctx.Err())
 		}
 	}
+}
+
+// agentSessionsKept is how many of the sessions the link of agent carried
+// are remembered: far more than one collector observes at once.
+const agentSessionsKept = 4096
+
+// claimedByAgent returns group, the events of one agent, less those the
+// link of agent must keep to itself: the relay routes a command by its
+// session alone, to the one connection that carried the session, so an
+// event of another agent in a session the agent's link carries (anyone's
+// OTLP export or aep POST may name it) would make a second claimant, and
+// every command for the session would be refused as ambiguous. Such an
+// event is dropped and counted; the agent's own events note their
+// sessions. Without a control extension no command is taken, and every
+// event is sent.
+func (s *socketTransport) claimedByAgent(ctx context.Context, group []outboundEvent) []outboundEvent {
+	if s.control == nil {
+		return group
+	}
+	s.sessionsMu.Lock()
+	defer s.sessionsMu.Unlock()
+	if group[0].agent == s.cfg.Agent {
+		for _, ev := range group {
+			if ev.session != "" {
+				s.agentSessions.Put(ev.session, struct{}{})
+			}
+		}
+		return group
+	}
+	return slices.DeleteFunc(group, func(ev outboundEvent) bool {
+		if ev.session == "" || !s.agentSessions.Has(ev.session) {
+			return false
+		}
+		s.drop(ctx, refusal{reason: reasonSessionClaimed, id: ev.id, typ: ev.typ, session: ev.session,
+			err: fmt.Errorf("event of agent %q in session %q, which the link of agent %q carries: sent on a link of its own, it would make the relay refuse the session's commands as ambiguous; authenticate the receiver it came from (README: Security)", ev.agent, ev.session, s.cfg.Agent)})
+		return true
+	})
 }

@@ -265,3 +265,42 @@ func TestSocketFailedPartHoldsItsAgentBack(t *testing.T) {
 	assert.ElementsMatch(t, ids(events), relayIDs(relay))
 	requireNoViolations(t, relay)
 }
+
+// TestSocketAnotherAgentCannotClaimTheAgentsSession: the relay routes a
+// command by its session alone, to the one connection that carried the
+// session. An event of another agent in a session the agent's link carries
+// (from a data path: an OTLP export, an aep POST) would make a second
+// claimant on its own link, and every command for the session would be
+// refused as ambiguous: it is dropped, counted, and the session's commands
+// still reach the gate.
+func TestSocketAnotherAgentCannotClaimTheAgentsSession(t *testing.T) {
+	relay := startRelay(t, aeprelaytest.Config{})
+	h, control := startWithControl(t, relay, "control.pause")
+	require.NoError(t, h.consume(t, aeptest.LogsOf(t, newEvent("s1", 0))))
+
+	require.NoError(t, h.consume(t, aeptest.LogsOf(t, agentEvent("codex", "s1", 0), agentEvent("codex", "c1", 0))))
+	assert.Equal(t, []string{"ev-s1-0000", "ev-c1-0000"}, relayIDs(relay), "the codex event of s1 is not sent")
+	assert.Equal(t, int64(1), h.counter(t, "otelcol_aeprelay_events_rejected", attribute.String("reason", reasonSessionClaimed)))
+	assert.NotEmpty(t, h.logged("dropping an AEP event that can never be sent"))
+
+	refusal, err := relay.SendCommand(commandEvent("cmd-1", "control.pause", "s1"))
+	require.NoError(t, err)
+	require.Nil(t, refusal, "the agent's link is the one claimant of s1")
+	select {
+	case got := <-control.commands:
+		assert.Equal(t, "cmd-1", got.ev.ID)
+	case <-time.After(testTimeout):
+		t.Fatal("the control extension never received the command")
+	}
+}
+
+// TestSocketWithoutControlSendsEverySession: without a control extension
+// no command is taken, so no session is kept from another agent.
+func TestSocketWithoutControlSendsEverySession(t *testing.T) {
+	relay := startRelay(t, aeprelaytest.Config{})
+	h := startExporter(t, socketConfig(relay), nil)
+	require.NoError(t, h.consume(t, aeptest.LogsOf(t, newEvent("s1", 0))))
+	require.NoError(t, h.consume(t, aeptest.LogsOf(t, agentEvent("codex", "s1", 0))))
+	assert.Len(t, relayIDs(relay), 2)
+	assert.Equal(t, int64(0), h.counter(t, "otelcol_aeprelay_events_rejected", attribute.String("reason", reasonSessionClaimed)))
+}

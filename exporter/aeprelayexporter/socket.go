@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/ratelog"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/recent"
 )
 
 // errShutDown fails pushes that outlive the connection managers.
@@ -59,6 +60,11 @@ type socketTransport struct {
 	// released is closed and replaced whenever a link is released.
 	released chan struct{}
 
+	// agentSessions are the sessions the link of agent carried last; an
+	// event of another agent in one of them is not sent (claimedByAgent).
+	sessionsMu    sync.Mutex
+	agentSessions recent.Window[struct{}]
+
 	fatalOnce sync.Once
 	fatalErr  error
 	// fatal is closed once the relay refused this exporter for good
@@ -74,6 +80,7 @@ func newSocketTransport(cfg *Config, logger *zap.Logger, rate *ratelog.Logger, t
 	return &socketTransport{
 		cfg: cfg, logger: logger, rate: rate, tel: tel, status: status, drop: drop,
 		relay: relay, links: make(map[string]*relayLink), released: make(chan struct{}), fatal: make(chan struct{}),
+		agentSessions: recent.New[struct{}](agentSessionsKept),
 	}, nil
 }
 
@@ -181,6 +188,9 @@ func (s *socketTransport) send(ctx context.Context, src *pushSource) error {
 	deadline := writeDeadline(ctx, s.cfg.ConfirmTimeout)
 	for chunk := src.take(writeChunk); len(chunk) > 0; chunk = src.take(writeChunk) {
 		for _, group := range byAgent(chunk) {
+			if group = s.claimedByAgent(ctx, s.fitFrame(ctx, group)); len(group) == 0 {
+				continue
+			}
 			p := d.part(ctx, group[0].agent)
 			if p == nil {
 				for _, ev := range group {
@@ -193,6 +203,20 @@ func (s *socketTransport) send(ctx context.Context, src *pushSource) error {
 	}
 	d.finish(ctx)
 	return d.result()
+}
+
+// fitFrame returns group less the events whose frame is over maxFrame,
+// which are dropped: the relay closes a socket that sends one (1009), so
+// the push would fail at every retry and hold the queue behind it.
+func (s *socketTransport) fitFrame(ctx context.Context, group []outboundEvent) []outboundEvent {
+	return slices.DeleteFunc(group, func(ev outboundEvent) bool {
+		if len(ev.raw) <= maxFrame {
+			return false
+		}
+		s.drop(ctx, refusal{reason: reasonTooLarge, id: ev.id, typ: ev.typ, session: ev.session,
+			err: fmt.Errorf("the event is %d bytes, over the %d a relay socket frame may hold (AEP_MAX_BODY)", len(ev.raw), maxFrame)})
+		return true
+	})
 }
 
 // refuseAgent drops an event of another agent when max_links opens no

@@ -792,3 +792,19 @@ func TestErrorsNeverCarryTheToken(t *testing.T) {
 		assert.False(t, strings.Contains(fmt.Sprint(entry.ContextMap()), relayToken), "log line %q leaks the token", entry.Message)
 	}
 }
+
+// TestSocketEventOverTheFrameLimitIsDropped: an event whose frame the relay
+// would refuse for its size (over the reference relay's 16 MiB
+// AEP_MAX_BODY: it closes the socket) is dropped and counted, not written:
+// it failed every retry of its push, and held the queue behind it forever.
+func TestSocketEventOverTheFrameLimitIsDropped(t *testing.T) {
+	relay := startRelay(t, aeprelaytest.Config{})
+	h := startExporter(t, socketConfig(relay), nil)
+	big := attentionRequest("s1", 1)
+	big.Data["prompt"] = strings.Repeat("a", maxFrame)
+
+	require.NoError(t, h.consume(t, aeptest.LogsOf(t, newEvent("s1", 0), big, newEvent("s1", 2))))
+	assert.Equal(t, []string{"ev-s1-0000", "ev-s1-0002"}, relayIDs(relay))
+	assert.Equal(t, int64(1), h.counter(t, "otelcol_aeprelay_events_rejected", attribute.String("reason", reasonTooLarge)))
+	requireNoViolations(t, relay)
+}

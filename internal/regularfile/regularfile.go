@@ -33,7 +33,8 @@ func Open(root *os.Root, name string, flag int) (*os.File, error) {
 }
 
 // check reports why f, opened as name, is not a regular file named
-// without a symlink.
+// without a symlink: the entry must still be the file opened, so that a
+// symlink opened through and then swapped for a plain file is refused.
 func check(root *os.Root, name string, f *os.File) error {
 	opened, err := f.Stat()
 	if err != nil {
@@ -48,14 +49,18 @@ func check(root *os.Root, name string, f *os.File) error {
 		return fmt.Errorf("%s: %w (a symlink, not followed)", name, errNotRegular)
 	case !opened.Mode().IsRegular():
 		return fmt.Errorf("%s: %w (%s)", name, errNotRegular, opened.Mode().Type())
+	case !os.SameFile(opened, entry):
+		return fmt.Errorf("%s: %w (replaced while it was opened)", name, errNotRegular)
 	}
 	return nil
 }
 
 // ReadDir lists dir inside root; its entries' types are as listed, so a
-// symlink is reported as one, never followed.
+// symlink is reported as one, never followed. dir must be a folder: one
+// swapped for a FIFO since it was listed is refused, not opened (which
+// would block until a writer came).
 func ReadDir(root *os.Root, dir string) ([]fs.DirEntry, error) {
-	d, err := root.Open(dir)
+	d, err := root.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -161,9 +161,12 @@ func ndjson(lines ...[]byte) []byte {
 
 // records returns every log record received so far, in order, each with
 // its resource.
-func (h *harness) records() []receivedRecord {
+func (h *harness) records() []receivedRecord { return receivedBy(h.sink) }
+
+// receivedBy is every record sink received, in order.
+func receivedBy(sink *consumertest.LogsSink) []receivedRecord {
 	var out []receivedRecord
-	for _, ld := range h.sink.AllLogs() {
+	for _, ld := range sink.AllLogs() {
 		for i := range ld.ResourceLogs().Len() {
 			rl := ld.ResourceLogs().At(i)
 			for j := range rl.ScopeLogs().Len() {

@@ -3,6 +3,7 @@ package aepreceiver // import "github.com/otelcol-openhands/otelcol-openhands/re
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -69,6 +70,9 @@ type tailedFile struct {
 	// versionReported: a line of an unsupported version was reported
 	// (AEP-0003 §3.1: skip it, report it once).
 	versionReported bool
+	// inLongLine: offset is inside a line already counted too long; the
+	// rest of it is passed over.
+	inLongLine bool
 }
 
 func newTailer(r *aepReceiver, cfg JSONLConfig) (*tailer, error) {
@@ -143,12 +147,38 @@ func (t *tailer) round(ctx context.Context) {
 			delete(t.files, log) // removed; its stored offset stays, in case it comes back
 		}
 	}
-	for _, name := range names {
+	for _, name := range slices.SortedFunc(slices.Values(names), bySegment) {
 		if ctx.Err() != nil {
 			return
 		}
 		t.tail(ctx, root, name)
 	}
+}
+
+// bySegment orders logs by path with each log's segments in segment order
+// ({stem}.jsonl, {stem}.1.jsonl, … {stem}.10.jsonl), as the aepfile
+// exporter wrote them: by name alone "s1.1.jsonl" comes before
+// "s1.jsonl", and a session caught up on in one round would lose its seq
+// order.
+func bySegment(a, b string) int {
+	aStem, aN := segmentOf(a)
+	bStem, bN := segmentOf(b)
+	return cmp.Or(strings.Compare(aStem, bStem), cmp.Compare(aN, bN), strings.Compare(a, b))
+}
+
+// segmentOf splits a log's name into its stem and segment number (0 for
+// {stem}.jsonl).
+func segmentOf(name string) (string, int) {
+	stem := strings.TrimSuffix(strings.TrimSuffix(name, gzSuffix), ".jsonl")
+	i := strings.LastIndexByte(stem, '.')
+	if i < 0 || strings.ContainsRune(stem[i:], '/') {
+		return stem, 0
+	}
+	n, err := strconv.Atoi(stem[i+1:])
+	if err != nil || n <= 0 || stem[i+1] == '+' {
+		return stem, 0
+	}
+	return stem[:i], n
 }
 
 // list names, sorted and relative to the directory, the session logs to
@@ -230,7 +260,8 @@ func (t *tailer) tail(ctx context.Context, root *os.Root, name string) {
 		return // a .gz read already
 	}
 	defer file.Close()
-	lr := newLineReader(lines, t.r.maxBody)
+	lr := newLineReader(ctxReader{ctx, lines}, t.r.maxBody, strings.HasSuffix(name, gzSuffix))
+	lr.inLong = f.inLongLine
 	for ctx.Err() == nil {
 		batch, read, err := lr.readBatch(maxLinesPerBatch, t.r.maxBody)
 		if err != nil {
@@ -247,6 +278,7 @@ func (t *tailer) tail(ctx context.Context, root *os.Root, name string) {
 			return
 		}
 		f.offset += read
+		f.inLongLine = lr.inLong
 		// Stored even while shutting down: the lines have left.
 		t.storeOffset(context.WithoutCancel(ctx), log, f.offset)
 	}
@@ -284,7 +316,7 @@ func (t *tailer) seek(file *os.File, name string, f *tailedFile) (io.Reader, err
 		if _, err := file.Seek(f.offset, io.SeekStart); err != nil {
 			return nil, err
 		}
-		return io.LimitReader(file, info.Size()-f.offset), nil
+		return io.LimitReader(file, min(info.Size()-f.offset, t.roundBytes())), nil
 	}
 	if f.readGzip != nil && os.SameFile(f.readGzip, info) && f.readGzip.Size() == info.Size() && f.readGzip.ModTime().Equal(info.ModTime()) {
 		return nil, nil
@@ -309,7 +341,27 @@ func (t *tailer) seek(file *os.File, name string, f *tailedFile) (io.Reader, err
 func (t *tailer) shrank(name string, f *tailedFile, size int64) {
 	t.r.set.Logger.Warn("a JSONL session log shrank below its offset; reading it again from the start",
 		zap.String("path", name), zap.Int64("offset", f.offset), zap.Int64("size", size))
-	f.offset = 0
+	f.offset, f.inLongLine = 0, false
+}
+
+// roundBytes bounds what one round reads of a plain log: a few lines of
+// the longest size taken, so that a huge file (a sparse one holding no
+// newline, the regular-file form of /dev/zero) does not hold up the logs
+// after it; the rest is read in the next rounds.
+func (t *tailer) roundBytes() int64 { return 8 * (t.r.maxBody + 1) }
+
+// ctxReader fails its reads once ctx is done, so that shutdown does not
+// wait for a long read (a .gz that expands a lot) to end.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // pass checks lines and hands the admitted ones to the pipeline. It
@@ -396,10 +448,13 @@ func versionOf(line []byte) (string, bool) {
 }
 
 // jsonlLine is one complete line, newline cut; tooLong marks a line over
-// the size limit, consumed but not kept.
+// the size limit, consumed but not kept, and open one that has no newline
+// yet (the last line of a .gz, or a line too long, consumed as far as it
+// goes).
 type jsonlLine struct {
 	raw     []byte
 	tooLong bool
+	open    bool
 }
 
 // lineReader reads complete lines; a line read past a batch's byte budget
@@ -407,17 +462,23 @@ type jsonlLine struct {
 type lineReader struct {
 	br      *bufio.Reader
 	maxLine int64
-	held    *jsonlLine
-	heldN   int64
+	// final: the reader ends where the log does (a .gz, written once),
+	// so an unterminated last line is complete.
+	final bool
+	// inLong: the reader is inside a line already read as too long; the
+	// rest of it, up to its newline, is consumed and not returned.
+	inLong bool
+	held   *jsonlLine
+	heldN  int64
 }
 
-func newLineReader(r io.Reader, maxLine int64) *lineReader {
-	return &lineReader{br: bufio.NewReaderSize(r, 64<<10), maxLine: maxLine}
+func newLineReader(r io.Reader, maxLine int64, final bool) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, 64<<10), maxLine: maxLine, final: final}
 }
 
 // readBatch reads up to max complete lines of at most maxBytes together
 // (a longer line makes a batch of its own), and the bytes they took; an
-// unterminated last line is left unread.
+// unterminated last line is left unread unless the reader is final.
 func (lr *lineReader) readBatch(max int, maxBytes int64) ([]jsonlLine, int64, error) {
 	var lines []jsonlLine
 	var read, held int64
@@ -429,6 +490,11 @@ func (lr *lineReader) readBatch(max int, maxBytes int64) ([]jsonlLine, int64, er
 		if err != nil {
 			return nil, 0, err
 		}
+		if lr.inLong {
+			lr.inLong = line.open
+			read += n
+			continue
+		}
 		if len(lines) > 0 && held+int64(len(line.raw)) > maxBytes {
 			lr.held, lr.heldN = &line, n
 			break
@@ -436,6 +502,7 @@ func (lr *lineReader) readBatch(max int, maxBytes int64) ([]jsonlLine, int64, er
 		lines = append(lines, line)
 		read += n
 		held += int64(len(line.raw))
+		lr.inLong = line.tooLong && line.open
 	}
 	return lines, read, nil
 }
@@ -447,12 +514,13 @@ func (lr *lineReader) next() (jsonlLine, int64, error) {
 		lr.held = nil
 		return line, n, nil
 	}
-	return readLine(lr.br, lr.maxLine)
+	return readLine(lr.br, lr.maxLine, lr.final)
 }
 
 // readLine reads one newline-terminated line and the bytes it took;
-// io.EOF when the rest holds no newline.
-func readLine(br *bufio.Reader, maxLine int64) (jsonlLine, int64, error) {
+// io.EOF when the rest holds no newline, unless final (the rest is the
+// last line) or the rest is already too long: then it is an open line.
+func readLine(br *bufio.Reader, maxLine int64, final bool) (jsonlLine, int64, error) {
 	var line jsonlLine
 	var n int64
 	for {
@@ -469,6 +537,9 @@ func readLine(br *bufio.Reader, maxLine int64) (jsonlLine, int64, error) {
 			return line, n, nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
+		case errors.Is(err, io.EOF) && n > 0 && (final || line.tooLong):
+			line.open = true
+			return line, n, nil
 		default:
 			return jsonlLine{}, 0, err
 		}

@@ -61,14 +61,35 @@ func (h *harness) awaitIDs(ids ...string) {
 	h.t.Helper()
 	var got []string
 	require.Eventually(h.t, func() bool {
-		got = got[:0]
-		for _, r := range h.records() {
-			id, _ := r.lr.Attributes().Get(projection.AttrEventID)
-			got = append(got, id.Str())
-		}
+		got = idsOf(h.records())
 		return len(got) >= len(ids)
 	}, waitFor, 10*time.Millisecond, "awaiting %v", ids)
 	assert.Equal(h.t, ids, got)
+}
+
+// idsOf is the event ids of records, in order.
+func idsOf(records []receivedRecord) []string {
+	ids := make([]string, 0, len(records))
+	for _, r := range records {
+		id, _ := r.lr.Attributes().Get(projection.AttrEventID)
+		ids = append(ids, id.Str())
+	}
+	return ids
+}
+
+// awaitShutdown shuts the receiver down and fails unless that completes.
+func (h *harness) awaitShutdown() {
+	h.t.Helper()
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		h.stopReceiver()
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(waitFor):
+		h.t.Fatal("shutdown did not complete")
+	}
 }
 
 // The tailer passes on complete lines in order, holds a line still being
@@ -233,17 +254,50 @@ func TestJSONLTailsRegularFilesInsideTheDirectoryOnly(t *testing.T) {
 	appendTo(t, path, ndjson(runStarted))
 	h.awaitIDs("e1", "e2")
 
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		h.stopReceiver()
-	}()
-	select {
-	case <-stopped:
-	case <-time.After(waitFor):
-		t.Fatal("shutdown did not complete")
-	}
+	h.awaitShutdown()
 	assert.Positive(t, h.logs.FilterMessageSnippet("not a regular file").Len())
+}
+
+// A huge file with no newline (a 1 TiB sparse file, the regular-file form
+// of /dev/zero) is read a bounded slice per round: the logs after it keep
+// being tailed, its over-long line is counted once, and shutdown
+// completes. It was read whole every round, and never passed.
+func TestJSONLHugeLineDoesNotStallTheOthers(t *testing.T) {
+	dir := t.TempDir()
+	path := sessionLog(t, dir)
+	appendTo(t, path, ndjson(toolRequested))
+	big, err := os.Create(filepath.Join(dir, "claude-code", "a-big.jsonl"))
+	require.NoError(t, err)
+	require.NoError(t, big.Truncate(1<<40))
+	require.NoError(t, big.Close())
+
+	h := newHarness(t, nil, nil, tailing(dir, nil))
+	h.awaitIDs("e1")
+	appendTo(t, path, ndjson(runStarted))
+	h.awaitIDs("e1", "e2")
+	assert.Equal(t, int64(1), h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonTooLarge)), "the over-long line is counted once")
+
+	h.awaitShutdown()
+}
+
+// The rest of a line counted too long while it was still being written is
+// passed over when its newline comes: counted once, and the lines after it
+// are read.
+func TestJSONLRestOfALongLineIsPassedOver(t *testing.T) {
+	const maxBody = 4 << 10
+	dir := t.TempDir()
+	path := sessionLog(t, dir)
+	long := bytes.Repeat([]byte("a"), 20*maxBody)
+	appendTo(t, path, long)
+	h := newHarness(t, nil, nil, tailing(dir, nil), func(c *Config) { c.MaxRequestBodySize = maxBody })
+	require.Eventually(t, func() bool {
+		return h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonTooLarge)) == 1
+	}, waitFor, 10*time.Millisecond)
+	appendTo(t, path, append(long, '\n'))
+	appendTo(t, path, ndjson(toolRequested))
+	h.awaitIDs("e1")
+	assert.Equal(t, int64(1), h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonTooLarge)))
+	assert.Zero(t, h.counter("otelcol_aepreceiver_events_refused", attribute.String("reason", reasonInvalid)))
 }
 
 // A batch is bounded in bytes as well as in lines: lines of a third of
@@ -307,12 +361,7 @@ func TestJSONLReadsCompressedLogs(t *testing.T) {
 	require.Equal(t, 2, sink.LogRecordCount())
 
 	// Compressed with a line the plain log got after the last round.
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	_, err := zw.Write(ndjson(toolRequested, runStarted, third))
-	require.NoError(t, err)
-	require.NoError(t, zw.Close())
-	require.NoError(t, os.WriteFile(path+".gz", gz.Bytes(), 0o600))
+	writeGzip(t, path+".gz", ndjson(toolRequested, runStarted, third))
 	r.tailer.round(context.Background())
 	assert.Equal(t, 2, sink.LogRecordCount(), "while both are there, the plain log is read")
 	require.NoError(t, os.Remove(path))
@@ -333,6 +382,56 @@ func TestJSONLReadsCompressedLogs(t *testing.T) {
 	fresh := unstartedTailer(t, dir, freshSink)
 	fresh.tailer.round(context.Background())
 	assert.Equal(t, 3, freshSink.LogRecordCount(), "read whole by a receiver that never saw the plain log")
+}
+
+// A .gz is written once: its last line is read even without a newline
+// (a plain log's waits for one), or it would never be.
+func TestJSONLReadsTheUnterminatedLastLineOfACompressedLog(t *testing.T) {
+	dir := t.TempDir()
+	path := sessionLog(t, dir)
+	writeGzip(t, path+".gz", bytes.TrimSuffix(ndjson(toolRequested, runStarted), []byte("\n")))
+	sink := new(consumertest.LogsSink)
+	r := unstartedTailer(t, dir, sink)
+	r.tailer.round(context.Background())
+	r.tailer.round(context.Background())
+	assert.Equal(t, 2, sink.LogRecordCount())
+}
+
+// The aepfile exporter's rotated segments of a log ({session}.jsonl, then
+// {session}.1.jsonl, … {session}.10.jsonl) are read in segment order, not
+// in the order of their names ("s1.1.jsonl" sorts before "s1.jsonl"), so a
+// session caught up on in one round keeps its seq order.
+func TestJSONLReadsSegmentsInOrder(t *testing.T) {
+	dir := t.TempDir()
+	path := sessionLog(t, dir)
+	stem := strings.TrimSuffix(path, ".jsonl")
+	var ids []string
+	for n := range 11 {
+		id := fmt.Sprintf("seg%d", n)
+		ids = append(ids, id)
+		name := path
+		if n > 0 {
+			name = fmt.Sprintf("%s.%d.jsonl", stem, n)
+		}
+		appendTo(t, name, ndjson(event(id, n, "run.started", `{}`)))
+	}
+	require.NoError(t, os.Rename(fmt.Sprintf("%s.%d.jsonl", stem, 3), fmt.Sprintf("%s.%d.jsonl.gz", stem, 3)))
+	writeGzip(t, fmt.Sprintf("%s.%d.jsonl.gz", stem, 3), ndjson(event("seg3", 3, "run.started", `{}`)))
+	sink := new(consumertest.LogsSink)
+	r := unstartedTailer(t, dir, sink)
+	r.tailer.round(context.Background())
+	assert.Equal(t, ids, idsOf(receivedBy(sink)))
+}
+
+// writeGzip writes data, gzipped, to path.
+func writeGzip(t *testing.T, path string, data []byte) {
+	t.Helper()
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, err := zw.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	require.NoError(t, os.WriteFile(path, gz.Bytes(), 0o600))
 }
 
 // unstartedTailer is a receiver tailing dir into next whose rounds the
