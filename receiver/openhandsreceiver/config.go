@@ -24,6 +24,10 @@ type Config struct {
 	Servers []ServerConfig `mapstructure:"servers"`
 	// PollInterval is the conversation search cadence.
 	PollInterval time.Duration `mapstructure:"poll_interval"`
+	// RecheckInterval is how often every known conversation is read by id
+	// (99 a request), which shows a status change that moved no
+	// updated_at, and a deletion the count hid; 0 never rechecks.
+	RecheckInterval time.Duration `mapstructure:"recheck_interval"`
 	// Agent is the AEP agent identity (and resource service.name).
 	Agent string `mapstructure:"agent"`
 	// Deltas opts in to StreamingDeltaEvent (x.openhands.streaming.delta).
@@ -130,6 +134,7 @@ func (cfg *Config) Validate() error {
 	}
 	errs = append(errs, configcheck.Check(
 		configcheck.Duration{Key: "poll_interval", Value: cfg.PollInterval, Positive: true},
+		configcheck.Duration{Key: "recheck_interval", Value: cfg.RecheckInterval},
 		configcheck.Duration{Key: "idle_detach", Value: cfg.IdleDetach})...)
 	if cfg.Agent == "" {
 		errs = append(errs, errors.New("agent: must not be empty"))

@@ -169,9 +169,16 @@ func (s *session) storedCount() uint64 {
 // idleExpired reports whether the conversation has sat idle or terminal,
 // with no event, for at least d.
 func (s *session) idleExpired(d time.Duration) bool {
+	since, idle := s.quietSince()
+	return idle && time.Since(since) >= d
+}
+
+// quietSince is when the last vendor event arrived, and whether the
+// status it left is idle or terminal.
+func (s *session) quietSince() (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return mapping.ClosesRuns(s.mapper.Status()) && time.Since(s.lastSeen) >= d
+	return s.lastSeen, mapping.ClosesRuns(s.mapper.Status())
 }
 
 // frameDone emits what is mapped, unless another frame is waiting to join

@@ -45,10 +45,25 @@ type serverWatch struct {
 	// storage and that have no object yet: one is built (wake) when search
 	// lists it, or ended when a lookup finds it gone. Nil without storage.
 	persisted map[string]struct{}
-	// round counts discovery rounds; seenIn is the last round in which the
-	// server showed each known conversation (listed, or answered by id).
-	round  uint64
-	seenIn map[string]uint64
+	// onServer are the ids, of every shard, the server has shown and not
+	// said are gone: what its count is compared with.
+	onServer map[string]struct{}
+	// listedAll is set once a full listing has succeeded; since is the
+	// newest updated_at (Unix ns) the listings have shown: a round lists
+	// search by update only down to it.
+	listedAll bool
+	since     int64
+	// countAhead counts the rounds in a row whose count showed more
+	// conversations than onServer holds.
+	countAhead int
+	// recheckInterval is how often every known conversation is read by
+	// id, whatever the count says (0: never); lastRecheck is when that
+	// was last done.
+	recheckInterval time.Duration
+	lastRecheck     time.Time
+	// waiting are the conversations that want a socket and have none
+	// yet, until a slot frees (attachWaiting).
+	waiting map[string]conversationInfo
 	// pushes are the webhook's POSTs for this server (webhook.go); nil
 	// without a webhook.
 	pushes chan push
@@ -82,53 +97,98 @@ func (w *serverWatch) awaitPoll(ctx context.Context, tick <-chan time.Time) bool
 	}
 }
 
-// poll runs one discovery round. Search lists conversations most recently
-// updated first and stops paging once max_conversations of them hold or
-// want a socket, so a server listing millions costs a few pages. A known
-// conversation the round did not list may be past that cut, or skipped
-// between pages (the sort key moves), so its absence proves nothing: it is
-// looked up by id (confirmUnlisted), and only the server's word that it is
-// gone (404, or status deleting) ends its session. A failed round ends
+// poll runs one discovery round, whose cost to the server follows what
+// changed, not how many conversations it holds: search by update, newest
+// first, down to what the last listing showed (one page when nothing
+// moved), then the count. Fewer conversations counted than known means
+// some are gone: the known conversations the round did not list are read
+// by id, 99 a request (recheck), and those the server answers null for
+// end. The first round lists everything, oldest created first, and so
+// does one after countAheadRounds rounds whose count shows more than were
+// listed (a conversation that appeared with an old updated_at). Every
+// recheck_interval the known conversations are read by id anyway: the
+// server moves no updated_at on a status-only change. A failed round ends
 // nothing; what its pages did show is taken in.
 func (w *serverWatch) poll(ctx context.Context) {
-	w.round++
-	listed := make(map[string]bool)
-	var waiting []conversationInfo
-	room := w.maxConversations
-	err := w.api.searchConversations(ctx, func(items []searchItem) bool {
-		for _, item := range items {
-			if item.err != nil {
-				w.skipItem(ctx, item)
-				continue
-			}
-			info := item.info
-			w.noteChild(ctx, info) // its parent may be this replica's
-			if listed[info.ID] || !w.shard.owns(info.ID) {
-				continue // a server that lists one id twice; another replica's
-			}
-			listed[info.ID] = true
-			wants := w.observe(ctx, info)
-			w.seen(info.ID)
-			if wants {
-				waiting = append(waiting, info)
-			}
-			if c, known := w.convs[info.ID]; wants || known && c.attached() {
-				room--
-			}
-		}
-		return room > 0
-	})
+	full := !w.listedAll || w.countAhead >= countAheadRounds
+	listed, err := w.list(ctx, full)
+	var count int
+	if err == nil {
+		count, err = w.api.countConversations(ctx)
+	}
 	switch {
 	case ctx.Err() != nil:
 		return
 	case err != nil:
 		w.health(w.api.name, healthSearch, err)
 		w.rl.Error("search", "conversation search failed", zap.Error(err))
-	default:
-		w.health(w.api.name, healthSearch, nil)
-		waiting = append(waiting, w.confirmUnlisted(ctx, listed)...)
+		w.attachWaiting(ctx)
+		return
 	}
-	w.attachWaiting(ctx, waiting)
+	w.health(w.api.name, healthSearch, nil)
+	due := w.recheckInterval > 0 && time.Since(w.lastRecheck) >= w.recheckInterval
+	switch {
+	case full || due || count < len(w.onServer):
+		w.recheck(ctx, listed)
+		w.countAhead = 0
+	case count > len(w.onServer):
+		w.countAhead++
+	default:
+		w.countAhead = 0
+	}
+	w.attachWaiting(ctx)
+}
+
+// countAheadRounds is how many rounds in a row a count above what the
+// listings showed is tolerated (a conversation created between a
+// round's listing and its count is listed the next round) before a full
+// listing looks for what the head of the listing cannot show.
+const countAheadRounds = 2
+
+// list lists search, in full (oldest created first) or down to since
+// (newest updated first), takes in what it shows, and returns the ids it
+// listed. since advances only with a listing that completed.
+func (w *serverWatch) list(ctx context.Context, full bool) (map[string]bool, error) {
+	listed := make(map[string]bool)
+	order, newest := byUpdate, w.since
+	if full {
+		order = byCreation
+	}
+	err := w.api.searchConversations(ctx, order, func(items []searchItem) bool {
+		reachedSince := false
+		for _, item := range items {
+			if item.err != nil {
+				w.skipItem(ctx, item)
+				continue
+			}
+			info := item.info
+			updated := updatedAt(info)
+			newest = max(newest, updated)
+			reachedSince = reachedSince || updated < w.since
+			w.onServer[info.ID] = struct{}{}
+			w.noteChild(ctx, info) // its parent may be this replica's
+			if listed[info.ID] || !w.shard.owns(info.ID) {
+				continue // a server that lists one id twice; another replica's
+			}
+			listed[info.ID] = true
+			w.take(ctx, info)
+		}
+		return full || !reachedSince
+	})
+	if err == nil {
+		w.since, w.listedAll = newest, w.listedAll || full
+	}
+	return listed, err
+}
+
+// take takes in what the server shows of one conversation of this shard,
+// queueing it when it wants a socket.
+func (w *serverWatch) take(ctx context.Context, info conversationInfo) {
+	if w.observe(ctx, info) {
+		w.waiting[info.ID] = info
+	} else {
+		delete(w.waiting, info.ID)
+	}
 }
 
 // skipItem reports a search item that cannot be taken in; the rest of its
@@ -139,44 +199,45 @@ func (w *serverWatch) skipItem(ctx context.Context, item searchItem) {
 		zap.String("reason", item.skip), zap.Error(item.err))
 }
 
-// confirmsPerPoll bounds the lookups by id of one round: a server with
-// more conversations than max_conversations keeps some known ones out of
-// every listing, and each is looked up in turn, the longest unseen first.
-const confirmsPerPoll = 10
-
-// confirmUnlisted looks up by id the known conversations this round did
-// not list (at most confirmsPerPoll), those only in storage first: a 404
-// ends the session; an answer is observed as if listed; a failure changes
-// nothing. It returns those that want a socket.
-func (w *serverWatch) confirmUnlisted(ctx context.Context, listed map[string]bool) (waiting []conversationInfo) {
+// recheck reads by id, maxBatchIDs a request, every conversation known
+// (shown by the server, or only in storage) that this round did not
+// list: one the server answers null for is gone, and its session ends;
+// an answer is taken in as if listed; a failure changes nothing.
+func (w *serverWatch) recheck(ctx context.Context, listed map[string]bool) {
+	w.lastRecheck = time.Now()
 	var unlisted []string
-	for id := range w.convs {
-		if !listed[id] {
-			unlisted = append(unlisted, id)
-		}
-	}
-	for id := range w.persisted {
-		if !listed[id] {
-			unlisted = append(unlisted, id)
-		}
-	}
-	slices.SortFunc(unlisted, func(a, b string) int { return cmp.Compare(w.seenIn[a], w.seenIn[b]) })
-	for _, id := range unlisted[:min(len(unlisted), confirmsPerPoll)] {
-		info, err := w.api.conversation(ctx, id)
-		switch {
-		case errors.Is(err, errNotFound):
-			w.gone(ctx, id)
-		case err != nil:
-			w.rl.Warn("lookup", "cannot look up a conversation search did not list; it stays observed",
-				zap.String("conversation", id), zap.Error(err))
-		default:
-			if w.observe(ctx, info) {
-				waiting = append(waiting, info)
+	for _, known := range []map[string]struct{}{w.onServer, w.persisted} {
+		for id := range known {
+			if !listed[id] {
+				unlisted = append(unlisted, id)
 			}
-			w.seen(id)
 		}
 	}
-	return waiting
+	slices.Sort(unlisted)
+	unlisted = slices.Compact(unlisted)
+	for ids := range slices.Chunk(unlisted, maxBatchIDs) {
+		answers, err := w.api.conversations(ctx, ids)
+		if err != nil {
+			w.rl.Warn("lookup", "cannot look up the conversations search did not list; they stay observed", zap.Error(err))
+			return
+		}
+		for i, a := range answers {
+			id := ids[i]
+			switch {
+			case a.err != nil:
+				w.rl.Warn("lookup-item", "cannot read a conversation looked up by id; it stays observed",
+					zap.String("conversation", id), zap.Error(a.err))
+			case a.gone:
+				delete(w.onServer, id)
+				w.gone(ctx, id)
+			default:
+				w.noteChild(ctx, a.info)
+				if w.shard.owns(id) {
+					w.take(ctx, a.info)
+				}
+			}
+		}
+	}
 }
 
 // gone ends the session of a known conversation the server no longer has.
@@ -187,19 +248,16 @@ func (w *serverWatch) gone(ctx context.Context, id string) {
 		}
 		return
 	}
-	w.endSession(ctx, w.convs[id])
-}
-
-// seen notes that the server showed the conversation this round.
-func (w *serverWatch) seen(id string) {
-	if _, known := w.convs[id]; known {
-		w.seenIn[id] = w.round
+	delete(w.waiting, id)
+	if c, known := w.convs[id]; known {
+		w.endSession(ctx, c)
 	}
 }
 
 // observe takes in what search shows of one conversation and reports
 // whether it wants a socket: new, or detached and due to re-attach.
 func (w *serverWatch) observe(ctx context.Context, info conversationInfo) (wantsSocket bool) {
+	w.onServer[info.ID] = struct{}{}
 	if _, asleep := w.persisted[info.ID]; asleep {
 		w.wake(ctx, info)
 	}
@@ -228,25 +286,56 @@ func (w *serverWatch) observe(ctx context.Context, info conversationInfo) (wants
 }
 
 // attachWaiting gives the free slots, up to maxConversations attached, to
-// the waiting conversations most recently updated first. A conversation
-// first seen starts its session only when it gets a slot. The rest wait
-// for the next round, reported as overflow.
-func (w *serverWatch) attachWaiting(ctx context.Context, waiting []conversationInfo) {
-	free := w.freeSlots()
-	slices.SortStableFunc(waiting, func(a, b conversationInfo) int {
-		return cmp.Compare(updatedAt(b), updatedAt(a))
-	})
-	overflow := 0
-	for _, info := range waiting {
-		if free <= 0 {
-			overflow++
+// the waiting conversations most recently updated first; when they are
+// short, attached conversations that sat idle or terminal for a poll
+// interval give theirs up (preempt): idle history never starves new
+// activity. A conversation first seen starts its session only when it
+// gets a slot. The rest wait, reported as overflow.
+func (w *serverWatch) attachWaiting(ctx context.Context) {
+	queue := make([]conversationInfo, 0, len(w.waiting))
+	for id, info := range w.waiting {
+		if c, known := w.convs[id]; known && c.attached() {
+			delete(w.waiting, id) // attached meanwhile, by a push
 			continue
 		}
-		if w.attachOne(ctx, info) {
-			free--
+		queue = append(queue, info)
+	}
+	slices.SortFunc(queue, func(a, b conversationInfo) int {
+		return cmp.Or(cmp.Compare(updatedAt(b), updatedAt(a)), cmp.Compare(a.ID, b.ID))
+	})
+	free := w.freeSlots()
+	if short := len(queue) - free; short > 0 {
+		free += w.preempt(short)
+	}
+	for _, info := range queue[:min(len(queue), max(free, 0))] {
+		delete(w.waiting, info.ID)
+		w.attachOne(ctx, info)
+	}
+	w.reportOverflow(ctx, len(w.waiting))
+}
+
+// preempt detaches up to n attached conversations that have sat idle or
+// terminal, with no event, for a poll interval, the longest quiet first,
+// and returns how many it detached. Their events were all seen; like one
+// idle_detach detached, each attaches again once search shows it move.
+func (w *serverWatch) preempt(n int) int {
+	type quiet struct {
+		c     *conversation
+		since time.Time
+	}
+	var idle []quiet
+	for _, c := range w.convs {
+		if since, ok := c.session.quietSince(); ok && c.attached() && time.Since(since) >= w.pollInterval {
+			idle = append(idle, quiet{c, since})
 		}
 	}
-	w.reportOverflow(ctx, overflow)
+	slices.SortFunc(idle, func(a, b quiet) int { return a.since.Compare(b.since) })
+	idle = idle[:min(n, len(idle))]
+	for _, q := range idle {
+		q.c.detach()
+		q.c.exit = errIdleDetached
+	}
+	return len(idle)
 }
 
 // freeSlots is how many more conversations may attach.
@@ -316,7 +405,7 @@ func moved(before, now conversationInfo) bool {
 func (w *serverWatch) endSession(ctx context.Context, c *conversation) {
 	handedOn := c.end(ctx)
 	delete(w.convs, c.id)
-	delete(w.seenIn, c.id)
+	delete(w.waiting, c.id)
 	w.index.remove(c.session)
 	w.ended.add(c.id)
 	if handedOn {
