@@ -299,6 +299,18 @@ func (c *conversation) noteSearch(info conversationInfo, now time.Time) {
 	}
 }
 
+// releasable reports whether the attached conversation may give its
+// socket up to one waiting, and since when it has been quiet: idle or
+// terminal with no event for d, its socket having delivered what search
+// last showed (not behind it, as noteSearch judges). Discovery attaches
+// it again once search shows it move. Called by discovery.
+func (c *conversation) releasable(d time.Duration) (quietSince time.Time, ok bool) {
+	quietSince, idle := c.session.quietSince()
+	stored, status := c.session.progress()
+	behind := c.searchAhead && stored == c.polledStored || c.info.ExecutionStatus != "" && c.info.ExecutionStatus != status
+	return quietSince, c.attached() && idle && !behind && time.Since(quietSince) >= d
+}
+
 // every calls f every period, each time on a timer's goroutine, until f
 // returns false or stop is called: a watch that holds no goroutine while
 // it waits.

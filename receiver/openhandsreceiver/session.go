@@ -48,6 +48,9 @@ type session struct {
 	// usageWaits counts arms and disarms, to tell a stale one.
 	usageWait  *time.Timer
 	usageWaits uint64
+	// storedControl is the control state in storage, once controlStored.
+	storedControl openhandscontrol.State
+	controlStored bool
 }
 
 // sessionSettings is what the sessions of one agent server share.
@@ -470,10 +473,15 @@ func (s *session) writeAheadLocked(ctx context.Context, logs plog.Logs) error {
 	if err != nil {
 		return err
 	}
-	state := s.snapshotLocked()
+	state, control := s.snapshotLocked()
+	rawControl, err := s.controlChangeLocked(control)
+	if err != nil {
+		return err
+	}
 	for attempt := 0; ; attempt++ {
-		written, err := s.journal.writeAhead(ctx, s.id, state, pending)
+		written, err := s.journal.writeAhead(ctx, s.id, state, rawControl, pending)
 		if err == nil {
+			s.controlWrittenLocked(control, rawControl)
 			s.tel.storageWritten.Add(ctx, int64(written))
 			s.consumed = false // the stored batch is this one now
 			return nil

@@ -314,9 +314,8 @@ func (w *serverWatch) attachWaiting(ctx context.Context) {
 	w.reportOverflow(ctx, len(w.waiting))
 }
 
-// preempt detaches up to n attached conversations that have sat idle or
-// terminal, with no event, for a poll interval, the longest quiet first,
-// and returns how many it detached. Their events were all seen; like one
+// preempt detaches up to n attached conversations releasable for a poll
+// interval, the longest quiet first, and returns how many it detached. Their events were all seen; like one
 // idle_detach detached, each attaches again once search shows it move.
 func (w *serverWatch) preempt(n int) int {
 	type quiet struct {
@@ -325,7 +324,7 @@ func (w *serverWatch) preempt(n int) int {
 	}
 	var idle []quiet
 	for _, c := range w.convs {
-		if since, ok := c.session.quietSince(); ok && c.attached() && time.Since(since) >= w.pollInterval {
+		if since, ok := c.releasable(w.pollInterval); ok {
 			idle = append(idle, quiet{c, since})
 		}
 	}
