@@ -78,10 +78,11 @@ type conversation struct {
 	socket atomic.Pointer[socketCut]
 
 	// Owned by the discovery goroutine.
-	info   conversationInfo // as search last showed it
-	cancel context.CancelFunc
-	done   chan struct{}
-	exit   error // why the attach goroutine stopped; read after done
+	info       conversationInfo // as search last showed it
+	attachedAt time.Time        // when the attach goroutine last started
+	cancel     context.CancelFunc
+	done       chan struct{}
+	exit       error // why the attach goroutine stopped; read after done
 	// noteSearch's view: since when the socket has been behind search
 	// (zero if it is not), the stored count at the previous poll, whether
 	// search moved while the socket delivered nothing, and what search
@@ -141,7 +142,7 @@ func (c *conversation) attach(parent context.Context) {
 		return
 	}
 	ctx, cancel := context.WithCancel(parent)
-	c.cancel, c.done, c.exit = cancel, make(chan struct{}), nil
+	c.cancel, c.done, c.exit, c.attachedAt = cancel, make(chan struct{}), nil, time.Now()
 	go func() {
 		defer close(c.done)
 		c.exit = c.run(ctx)
@@ -301,14 +302,17 @@ func (c *conversation) noteSearch(info conversationInfo, now time.Time) {
 
 // releasable reports whether the attached conversation may give its
 // socket up to one waiting, and since when it has been quiet: idle or
-// terminal with no event for d, its socket having delivered what search
-// last showed (not behind it, as noteSearch judges). Discovery attaches
-// it again once search shows it move. Called by discovery.
+// terminal with no event for d since its socket delivered one (its
+// connect snapshot at least: the server sends it once the history is
+// replayed), and not behind what search last showed (as noteSearch
+// judges). Discovery attaches it again once search shows it move. Called
+// by discovery.
 func (c *conversation) releasable(d time.Duration) (quietSince time.Time, ok bool) {
 	quietSince, idle := c.session.quietSince()
 	stored, status := c.session.progress()
 	behind := c.searchAhead && stored == c.polledStored || c.info.ExecutionStatus != "" && c.info.ExecutionStatus != status
-	return quietSince, c.attached() && idle && !behind && time.Since(quietSince) >= d
+	delivered := quietSince.After(c.attachedAt)
+	return quietSince, c.attached() && idle && delivered && !behind && time.Since(quietSince) >= d
 }
 
 // every calls f every period, each time on a timer's goroutine, until f

@@ -237,8 +237,8 @@ func TestUnlistedConversationsEndOnlyWhenGone(t *testing.T) {
 		createConversation(t, stub)
 	}
 	require.Eventually(t, func() bool { return h.metric("otelcol_openhands_conversations_overflow", "", "") > 0 }, waitFor, tick)
-	mustStatus(t, b, oh.StatusRunning)
-	h.waitTypes(b.ID(), "run.started", "state.delta")
+	mustAppend(t, b, oh.MessageEvent("user", "still here"))
+	h.waitTypes(b.ID(), "x.openhands.message.event")
 	waitRounds(t, stub, 3)
 	assert.Empty(t, requests(stub, "/api/conversations"), "nothing is looked up while the count agrees")
 	assert.Zero(t, count(h.session(a.ID()), "session.ended"))
@@ -298,4 +298,30 @@ func TestFailedRoundEndsNothing(t *testing.T) {
 	assert.Empty(t, requests(stub, "/api/conversations"), "looked up after a failed round")
 	assert.Zero(t, count(h.session(known.ID()), "session.ended"))
 	assert.Equal(t, 1, known.Sockets())
+}
+
+// TestStatusOnlyChangeIsSeenAtTheRecheck: the server moves no updated_at
+// when only a conversation's status changes, so the head of the listing
+// does not show it; with the conversation detached and past the head,
+// the recheck (every known conversation read by id) does, and it attaches
+// again.
+func TestStatusOnlyChangeIsSeenAtTheRecheck(t *testing.T) {
+	stub := startStub(t)
+	c := createConversation(t, stub)
+	cfg := fastConfig(socketSession, stub)
+	cfg.IdleDetach = 100 * time.Millisecond
+	cfg.RecheckInterval = 300 * time.Millisecond
+	h := startHarness(t, cfg)
+	h.waitLive(c, 1)
+	var newer []*oh.Conversation
+	for range 120 { // the head's page is theirs
+		newer = append(newer, createConversation(t, stub))
+	}
+	for _, n := range newer {
+		h.waitLive(n, 1)
+	}
+	waitSockets(t, c, 0) // idle: detached
+
+	mustStatus(t, c, oh.StatusPaused)
+	waitSockets(t, c, 1)
 }

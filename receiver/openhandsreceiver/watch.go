@@ -182,12 +182,17 @@ func (w *serverWatch) list(ctx context.Context, full bool) (map[string]bool, err
 }
 
 // take takes in what the server shows of one conversation of this shard,
-// queueing it when it wants a socket.
+// queueing it when it wants a socket. One queued already stays queued,
+// as shown now, unless it is going: observe reports a move once.
 func (w *serverWatch) take(ctx context.Context, info conversationInfo) {
-	if w.observe(ctx, info) {
+	_, queued := w.waiting[info.ID]
+	switch {
+	case w.observe(ctx, info):
 		w.waiting[info.ID] = info
-	} else {
+	case info.ExecutionStatus == "deleting" || w.ended.Has(info.ID):
 		delete(w.waiting, info.ID)
+	case queued:
+		w.waiting[info.ID] = info
 	}
 }
 
