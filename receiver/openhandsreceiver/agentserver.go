@@ -144,16 +144,22 @@ const (
 	byCreation = "CREATED_AT"
 )
 
+// staleListingPages is how many pages in a row a moving conversation
+// listing may show nothing new from an anchor already followed: each
+// time an anchor is updated before it is asked for, the server pages on
+// from the front.
+const staleListingPages = 3
+
 // searchConversations pages GET /api/conversations/search in order,
 // passing next_page_id back verbatim and each page's items to page,
 // until the listing ends or page wants no more. A listing that moves
 // while it is paged (an anchor updated meanwhile jumps to the front, and
-// the server pages on from there) is followed: only a page reached
-// through a page id already followed that brings no conversation this
-// listing has not shown is a loop.
+// the server pages on from there) is followed: only more than
+// staleListingPages pages in a row that show no conversation the listing
+// had not and name a page id already followed are a loop.
 func (s *serverClient) searchConversations(ctx context.Context, order string, page func([]searchItem) (more bool)) error {
 	shown := make(map[string]bool)
-	return s.pages(ctx, "/api/conversations/search", url.Values{"sort_order": {order}}, func(body []byte) (*string, bool, error) {
+	return s.pages(ctx, "/api/conversations/search", url.Values{"sort_order": {order}}, staleListingPages, func(body []byte) (*string, bool, error) {
 		var p conversationPage
 		if err := json.Unmarshal(body, &p); err != nil {
 			return nil, false, fmt.Errorf("conversation search page is not a ConversationPage: %w", err)
@@ -438,7 +444,7 @@ func (s *serverClient) searchEvents(ctx context.Context, conversationID, since s
 	if since != "" {
 		q.Set("timestamp__gte", since)
 	}
-	return s.pages(ctx, "/api/conversations/"+url.PathEscape(conversationID)+"/events/search", q, func(body []byte) (*string, bool, error) {
+	return s.pages(ctx, "/api/conversations/"+url.PathEscape(conversationID)+"/events/search", q, 0, func(body []byte) (*string, bool, error) {
 		var p eventPage
 		if err := json.Unmarshal(body, &p); err != nil {
 			return nil, false, fmt.Errorf("event search page is not an event page: %w", err)
@@ -454,12 +460,14 @@ func (s *serverClient) searchEvents(ctx context.Context, conversationID, since s
 }
 
 // pages follows next_page_id until it is null. page reports whether its
-// page showed something the listing had not (fresh): a page that is not
-// fresh naming a page id already followed is the server's paging looping,
-// an error, as is a listing past maxSearchPages.
-func (s *serverClient) pages(ctx context.Context, path string, q url.Values, page func([]byte) (next *string, fresh bool, err error)) error {
+// page showed something the listing had not (fresh). A page that is not
+// fresh and names a page id already followed is stale: more than
+// staleAllowed of them in a row is the server's paging looping, an
+// error, as is a listing past maxSearchPages.
+func (s *serverClient) pages(ctx context.Context, path string, q url.Values, staleAllowed int, page func([]byte) (next *string, fresh bool, err error)) error {
 	q.Set("limit", pageLimit)
 	followed := make(map[string]bool)
+	stale := 0
 	for n := 0; ; n++ {
 		if n >= maxSearchPages {
 			return fmt.Errorf("GET %s: more than %d pages", path, maxSearchPages)
@@ -474,8 +482,12 @@ func (s *serverClient) pages(ctx context.Context, path string, q url.Values, pag
 			return fmt.Errorf("GET %s: %w", path, err)
 		case next == nil || *next == "":
 			return nil
-		case followed[*next] && !fresh:
-			return fmt.Errorf("GET %s: next_page_id %q repeats and its page showed nothing new: the server's paging loops", path, *next)
+		case !followed[*next] || fresh:
+			stale = 0
+		case stale >= staleAllowed:
+			return fmt.Errorf("GET %s: next_page_id %q repeats and the pages show nothing new: the server's paging loops", path, *next)
+		default:
+			stale++
 		}
 		followed[*next] = true
 		q.Set("page_id", *next)
