@@ -554,12 +554,16 @@ const (
 var errNoSessionSocket = errors.New("agent server has no /sockets/session endpoint")
 
 // dialConversation opens the conversation's socket: /sockets/session when
-// the server has it (replaying every durable event after afterSeq), else
-// the legacy /sockets/events, live-only. session reports which; fc is the
-// connection under it, nil where it cannot be had (frameDialer).
-func (s *serverClient) dialConversation(ctx context.Context, conversationID string, afterSeq int64) (conn *websocket.Conn, fc *frameConn, session bool, err error) {
+// the server has it (replaying every durable event after afterSeq, or,
+// liveOnly, none), else the legacy /sockets/events, live-only. session
+// reports which; fc is the connection under it, nil where it cannot be
+// had (frameDialer).
+func (s *serverClient) dialConversation(ctx context.Context, conversationID string, afterSeq int64, liveOnly bool) (conn *websocket.Conn, fc *frameConn, session bool, err error) {
 	if !s.legacyOnly.Load() {
 		q := url.Values{"after_seq": {strconv.FormatInt(afterSeq, 10)}}
+		if liveOnly {
+			q = nil
+		}
 		conn, fc, err = s.dial(ctx, "/sockets/session", conversationID, q)
 		switch {
 		case err == nil:

@@ -209,7 +209,7 @@ type frame struct {
 // event processed, or stableConnection of uptime.
 func (c *conversation) attachOnce(ctx context.Context) (progressed bool, err error) {
 	afterSeq, _ := c.session.resumeCursor()
-	conn, fc, session, err := c.api.dialConversation(ctx, c.id, afterSeq)
+	conn, fc, session, err := c.api.dialConversation(ctx, c.id, afterSeq, c.session.fromEnd())
 	if err != nil {
 		return false, err
 	}
@@ -425,7 +425,9 @@ func (c *conversation) attachLegacy(ctx context.Context, frames <-chan frame) er
 		}
 	}
 	c.session.holdOverlap(subscribed)
-	if err := c.replayHistory(ctx); err != nil {
+	if c.session.fromEnd() {
+		c.session.skipHistory(-1, subscribed) // start_at: end
+	} else if err := c.replayHistory(ctx); err != nil {
 		return fmt.Errorf("page history: %w", err)
 	}
 	c.session.overlapHistoryDone()
@@ -597,6 +599,8 @@ func (c *conversation) handleSessionFrame(ctx context.Context, raw []byte) {
 		return
 	}
 	switch f.Type {
+	case "sync":
+		c.session.skipHistory(f.ThroughSeq, "") // start_at: end
 	case "durable":
 		ev, err := mapping.EventOf(f.Event)
 		c.session.handleDurable(ctx, *f.Seq, len(raw), ev, err)

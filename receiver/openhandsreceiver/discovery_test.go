@@ -325,3 +325,27 @@ func TestStatusOnlyChangeIsSeenAtTheRecheck(t *testing.T) {
 	mustStatus(t, c, oh.StatusPaused)
 	waitSockets(t, c, 1)
 }
+
+// TestStartAtEnd: with start_at: end, a conversation the start finds is
+// observed from then on, its history not read; one created later is read
+// from its beginning.
+func TestStartAtEnd(t *testing.T) {
+	bothSockets(t, func(t *testing.T, socket string) {
+		stub := startStub(t)
+		old := createConversation(t, stub)
+		mustAppend(t, old, oh.MessageEvent("user", "before the start"))
+		cfg := fastConfig(socket, stub)
+		cfg.StartAt = startAtEnd
+		h := startHarness(t, cfg)
+		h.waitLive(old, 1)
+		mustAppend(t, old, oh.TerminalAction("ls"))
+		got := h.waitTypes(old.ID(), "tool.requested")
+		assert.Zero(t, count(got, "x.openhands.message.event"), "the history before the start is not read")
+
+		later := createConversation(t, stub)
+		mustAppend(t, later, oh.MessageEvent("user", "created after the start"))
+		h.waitLive(later, 1)
+		h.waitTypes(later.ID(), "x.openhands.message.event")
+		h.validate()
+	})
+}

@@ -33,6 +33,7 @@ func createDefaultConfig() component.Config {
 	return &Config{
 		PollInterval:    15 * time.Second,
 		RecheckInterval: 10 * time.Minute,
+		StartAt:         startAtBeginning,
 		Agent:           "openhands",
 		Capture:         CaptureConfig{Level: aep.CaptureMetadata},
 		RedactPII:       true,

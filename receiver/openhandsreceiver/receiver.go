@@ -299,6 +299,8 @@ func (r *openhandsReceiver) newServerWatch(api *serverClient, epoch int64) *serv
 		onServer:        make(map[string]struct{}),
 		waiting:         make(map[string]conversationInfo),
 		recheckInterval: r.cfg.RecheckInterval,
+		startAtEnd:      r.cfg.StartAt == startAtEnd,
+		fromEnd:         make(map[string]struct{}),
 		index:           r.sessions,
 		ended:           newRecentIDs(endedWindow),
 		pushes:          pushes,

@@ -135,6 +135,29 @@ func (s *session) resumeCursor() (seq int64, id string) {
 	return s.durable.Cursor.DurableSeq, s.durable.Cursor.DurableID
 }
 
+// fromEnd reports whether the next attach skips the log it finds
+// (cursor.FromEnd).
+func (s *session) fromEnd() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.durable.Cursor.FromEnd
+}
+
+// skipHistory puts the cursor of a conversation whose history is not
+// read (cursor.FromEnd) at the end of the log its attach found: the
+// session socket's sync through_seq (-1 for an empty log), or the legacy
+// socket's subscribe timestamp (seq -1, ts "" when unknown).
+func (s *session) skipHistory(throughSeq int64, ts string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.durable.Cursor.FromEnd {
+		return
+	}
+	s.durable.Cursor.FromEnd = false
+	s.durable.Cursor.DurableSeq = max(s.durable.Cursor.DurableSeq, throughSeq)
+	s.durable.Cursor.ResumeTS = max(s.durable.Cursor.ResumeTS, ts)
+}
+
 // resumeTS is the newest vendor timestamp of a persisted event processed.
 func (s *session) resumeTS() string {
 	s.mu.Lock()

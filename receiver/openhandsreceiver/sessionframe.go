@@ -20,13 +20,16 @@ type sessionFrame struct {
 	Content string
 	Code    string
 	Detail  string
+	// ThroughSeq is a sync frame's last seq of the log, -1 when it is
+	// empty or the frame does not say.
+	ThroughSeq int64
 }
 
 // decodeSessionFrame decodes one envelope in one pass (aep.DecodeValue),
 // the event with it. A member of the wrong JSON type fails the frame, a
 // null one reads as absent.
 func decodeSessionFrame(raw []byte) (sessionFrame, error) {
-	var f sessionFrame
+	f := sessionFrame{ThroughSeq: -1}
 	v, err := aep.DecodeValue(raw)
 	if err != nil {
 		return f, err
@@ -63,6 +66,8 @@ func decodeSessionFrame(raw []byte) (sessionFrame, error) {
 			err = frameString(name, val, &f.Code)
 		case "detail":
 			err = frameString(name, val, &f.Detail)
+		case "through_seq":
+			err = frameInt(name, val, &f.ThroughSeq)
 		}
 		if err != nil {
 			return sessionFrame{}, err

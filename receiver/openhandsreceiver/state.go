@@ -64,6 +64,10 @@ type cursor struct {
 	// ResumeTS is the newest vendor timestamp of a persisted event seen;
 	// the legacy socket pages history from resumeMargin before it.
 	ResumeTS string `json:"resume_ts,omitempty"`
+	// FromEnd is set on a conversation start_at: end leaves the history
+	// of: its first attach reads none of the log it finds, and sets the
+	// cursor at its end.
+	FromEnd bool `json:"from_end,omitempty"`
 	// Recent are the vendor ids of the overlap window (dedupe.go): the
 	// ones a resume can present again, which must be dropped. Taken from
 	// the window when stored (snapshotLocked).

@@ -61,6 +61,11 @@ type serverWatch struct {
 	// was last done.
 	recheckInterval time.Duration
 	lastRecheck     time.Time
+	// startAtEnd is start_at: end; fromEnd are the conversations the
+	// start's first listing showed with no state in storage, whose
+	// history, under it, is not read when their session starts.
+	startAtEnd bool
+	fromEnd    map[string]struct{}
 	// waiting are the conversations that want a socket and have none
 	// yet, until a slot frees (attachWaiting).
 	waiting map[string]conversationInfo
@@ -171,6 +176,7 @@ func (w *serverWatch) list(ctx context.Context, full bool) (map[string]bool, err
 				continue // a server that lists one id twice; another replica's
 			}
 			listed[info.ID] = true
+			w.noteFromEnd(info.ID)
 			w.take(ctx, info)
 		}
 		return full || !reachedSince
@@ -179,6 +185,17 @@ func (w *serverWatch) list(ctx context.Context, full bool) (map[string]bool, err
 		w.since, w.listedAll = newest, w.listedAll || full
 	}
 	return listed, err
+}
+
+// noteFromEnd notes, under start_at: end, a conversation the start's
+// first listing shows that has no state: the history it has now is not
+// read.
+func (w *serverWatch) noteFromEnd(id string) {
+	_, known := w.convs[id]
+	_, asleep := w.persisted[id]
+	if w.startAtEnd && !w.listedAll && !known && !asleep {
+		w.fromEnd[id] = struct{}{}
+	}
 }
 
 // take takes in what the server shows of one conversation of this shard,
@@ -254,6 +271,7 @@ func (w *serverWatch) gone(ctx context.Context, id string) {
 		return
 	}
 	delete(w.waiting, id)
+	delete(w.fromEnd, id)
 	if c, known := w.convs[id]; known {
 		w.endSession(ctx, c)
 	}
@@ -517,6 +535,10 @@ func (w *serverWatch) build(ctx context.Context, info conversationInfo) *convers
 // epoch, or the one restored from storage.
 func (w *serverWatch) open(info conversationInfo, restored *durableState) (*conversation, error) {
 	state := freshState(w.epoch)
+	if _, skip := w.fromEnd[info.ID]; skip {
+		state.Cursor.FromEnd = true
+		delete(w.fromEnd, info.ID)
+	}
 	if restored != nil {
 		state = *restored
 	}
