@@ -26,15 +26,17 @@ const (
 // state.snapshot at the relay (their history read); then, with nothing
 // changing, the REST requests per round and the stub's CPU; the time
 // until a conversation created then has its session.started at the
-// relay, until a new event in an idle conversation (attached long ago,
-// its socket given up) arrives there, until one deleted has its
-// session.ended there, and until deletedAtOnce deleted at once all have;
-// and the collector's RSS, Go heap and storage. At the largest size the collector
-// is then restarted on its storage and the time until a conversation
-// created just before has its session.started at the relay is reported.
+// relay, until a new event in an idle conversation (the first attached,
+// whose socket later ones took once it was quiet, when there are more
+// than max_conversations) arrives there, until one deleted has its
+// session.ended there, and until deletedAtOnce more (fewer for a small
+// size) deleted at once all have; and the collector's RSS, Go heap and
+// storage. At the largest size the collector is then restarted on its
+// storage and the time until a conversation created just before has its
+// session.started at the relay is reported.
 func runDiscovery(ctx context.Context, o options) error {
 	fmt.Printf("Discovery: %s, poll_interval %s, max_conversations 1000, idle conversations on the stub before the first start.\n\n", o.collector, discoveryPoll)
-	fmt.Println("| conversations | all taken in s | requests a round (search / count / by id) | stub CPU % | new conversation s | new event in an idle one s | one deleted s | 1,000 deleted s | RSS MB | Go heap MB | storage KiB |")
+	fmt.Println("| conversations | all taken in s | requests a round (search / count / by id) | stub CPU % | new conversation s | new event in an idle one s | one deleted s | up to 1,000 deleted s | RSS MB | Go heap MB | storage KiB |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	for i, n := range o.discoverySizes {
 		if err := measureDiscovery(ctx, o, n, i == len(o.discoverySizes)-1); err != nil {
@@ -47,13 +49,12 @@ func runDiscovery(ctx context.Context, o options) error {
 func measureDiscovery(ctx context.Context, o options, n int, restart bool) error {
 	rs := &receiverStorage{maxConversations: 1000, idleDetach: 10 * time.Minute, poll: discoveryPoll}
 	o.conversations, o.status = n, "idle"
-	start := time.Now()
 	r, ids, err := startRig(ctx, o, true, rs)
 	if err != nil {
 		return err
 	}
 	defer r.close()
-	fmt.Printf("| %d | %.1f |", n, time.Since(start).Seconds())
+	fmt.Printf("| %d | %.1f |", n, time.Since(r.oursStarted).Seconds())
 
 	before, err := r.stubRequests(ctx)
 	if err != nil {
@@ -83,7 +84,8 @@ func measureDiscovery(ctx context.Context, o options, n int, restart bool) error
 	if err != nil {
 		return err
 	}
-	idle := ids[:1]
+	idle := ids[len(ids)-1:] // attached first, so the first to give its socket up
+
 	touched, err := r.timed(ctx, func() ([]string, error) {
 		_, err := r.stub.ask(ctx, "touch "+idle[0])
 		return idle, err
@@ -95,7 +97,7 @@ func measureDiscovery(ctx context.Context, o options, n int, restart bool) error
 	if err != nil {
 		return err
 	}
-	gone := ids[2:min(len(ids), 2+deletedAtOnce)]
+	gone := ids[2:min(len(ids)-1, 2+deletedAtOnce)]
 	many, err := r.timed(ctx, func() ([]string, error) { return gone, r.deleteConversations(ctx, gone) }, "session.ended")
 	if err != nil {
 		return err

@@ -158,8 +158,8 @@ func parseSizes(s string) ([]int, error) {
 	var out []int
 	for f := range strings.SplitSeq(s, ",") {
 		n, err := strconv.Atoi(f)
-		if err != nil || n < 2+deletedAtOnce {
-			return nil, fmt.Errorf("-discovery: %q is not a number of conversations of at least %d", f, 2+deletedAtOnce)
+		if err != nil || n < 4 {
+			return nil, fmt.Errorf("-discovery: %q is not a number of conversations of at least 4", f)
 		}
 		out = append(out, n)
 	}
@@ -168,14 +168,16 @@ func parseSizes(s string) ([]int, error) {
 
 // rig is the relay, its subscriber, the stub and our collector.
 type rig struct {
-	dir       string
-	relay     *proc
-	relayURL  string
-	watch     *relayWatch
-	stub      *proc
-	stubURL   string
-	ours      *proc
-	pprofAddr string
+	dir      string
+	relay    *proc
+	relayURL string
+	watch    *relayWatch
+	stub     *proc
+	stubURL  string
+	ours     *proc
+	// oursStarted is when our collector last started.
+	oursStarted time.Time
+	pprofAddr   string
 	// metricsAddr serves the collector's own telemetry (Prometheus).
 	metricsAddr string
 	// storageDir is file_storage's directory, "" without storage.
@@ -273,7 +275,7 @@ func (r *rig) startOurs(ctx context.Context, o options, name string, rs *receive
 	if err != nil {
 		return err
 	}
-	r.ours = r.keep(ours)
+	r.ours, r.oursStarted = r.keep(ours), time.Now()
 	return awaitListening(ctx, ours, r.pprofAddr)
 }
 
