@@ -15,9 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
-	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
@@ -403,13 +401,7 @@ func (c *countingClient) total() int {
 // control state a conversation carries.
 func gatedConversation(tb testing.TB, client storage.Client) *conversation {
 	tb.Helper()
-	gateCfg := openhandscontrol.NewFactory().CreateDefaultConfig().(*openhandscontrol.Config)
-	gateCfg.Enabled = true
-	ext, err := openhandscontrol.NewFactory().Create(context.Background(), extensiontest.NewNopSettings(gateID.Type()), gateCfg)
-	require.NoError(tb, err)
-	require.NoError(tb, ext.Start(context.Background(), componenttest.NewNopHost()))
-	tb.Cleanup(func() { require.NoError(tb, ext.Shutdown(context.Background())) })
-
+	ext, _ := startOpenGate(tb)
 	r, err := newReceiver(createDefaultConfig().(*Config), receivertest.NewNopSettings(componentType), consumertest.NewNop())
 	require.NoError(tb, err)
 	r.storage = client
