@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/ratelog"
 )
@@ -221,10 +222,14 @@ func (w *serverWatch) skipItem(ctx context.Context, item searchItem) {
 		zap.String("reason", item.skip), zap.Error(item.err))
 }
 
+// recheckRequests bounds the requests of a recheck in flight at once.
+const recheckRequests = 4
+
 // recheck reads by id, maxBatchIDs a request, every conversation known
 // (shown by the server, or only in storage) that this round did not
-// list: one the server answers null for is gone, and its session ends;
-// an answer is taken in as if listed; a failure changes nothing.
+// list, recheckRequests requests at a time: one the server answers null
+// for is gone, and its session ends; an answer is taken in as if listed;
+// a failure changes nothing.
 func (w *serverWatch) recheck(ctx context.Context, listed map[string]bool) {
 	w.lastRecheck = time.Now()
 	var unlisted []string
@@ -236,14 +241,21 @@ func (w *serverWatch) recheck(ctx context.Context, listed map[string]bool) {
 		}
 	}
 	slices.Sort(unlisted)
-	unlisted = slices.Compact(unlisted)
-	for ids := range slices.Chunk(unlisted, maxBatchIDs) {
-		answers, err := w.api.conversations(ctx, ids)
-		if err != nil {
-			w.rl.Warn("lookup", "cannot look up the conversations search did not list; they stay observed", zap.Error(err))
-			return
-		}
-		for i, a := range answers {
+	chunks := slices.Collect(slices.Chunk(slices.Compact(unlisted), maxBatchIDs))
+	answers := make([][]lookup, len(chunks))
+	var g errgroup.Group
+	g.SetLimit(recheckRequests)
+	for i, ids := range chunks {
+		g.Go(func() (err error) {
+			answers[i], err = w.api.conversations(ctx, ids)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		w.rl.Warn("lookup", "cannot look up some of the conversations search did not list; they stay observed", zap.Error(err))
+	}
+	for c, ids := range chunks { // answers[c] is nil for a request that failed
+		for i, a := range answers[c] {
 			id := ids[i]
 			switch {
 			case a.err != nil:
