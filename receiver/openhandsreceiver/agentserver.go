@@ -150,16 +150,25 @@ const (
 // from the front.
 const staleListingPages = 3
 
-// searchConversations pages GET /api/conversations/search in order,
-// passing next_page_id back verbatim and each page's items to page,
-// until the listing ends or page wants no more. A listing that moves
+// firstPage is the page_id of a listing's first page: none.
+const firstPage = ""
+
+// searchConversations pages GET /api/conversations/search in order from
+// the page id from (firstPage: the start), passing next_page_id back
+// verbatim and each page's items to page, until the listing ends or page
+// wants no more; next is then the page id it would go on from ("" at the
+// listing's end). A listing that moves
 // while it is paged (an anchor updated meanwhile jumps to the front, and
 // the server pages on from there) is followed: only more than
 // staleListingPages pages in a row that show no conversation the listing
 // had not and name a page id already followed are a loop.
-func (s *serverClient) searchConversations(ctx context.Context, order string, page func([]searchItem) (more bool)) error {
+func (s *serverClient) searchConversations(ctx context.Context, order, from string, page func([]searchItem) (more bool)) (next string, err error) {
 	shown := make(map[string]bool)
-	return s.pages(ctx, "/api/conversations/search", url.Values{"sort_order": {order}}, staleListingPages, func(body []byte) (*string, bool, error) {
+	q := url.Values{"sort_order": {order}}
+	if from != firstPage {
+		q.Set("page_id", from)
+	}
+	err = s.pages(ctx, "/api/conversations/search", q, staleListingPages, func(body []byte) (*string, bool, error) {
 		var p conversationPage
 		if err := json.Unmarshal(body, &p); err != nil {
 			return nil, false, fmt.Errorf("conversation search page is not a ConversationPage: %w", err)
@@ -171,10 +180,14 @@ func (s *serverClient) searchConversations(ctx context.Context, order string, pa
 			}
 		}
 		if !page(p.Items) {
+			if p.NextPageID != nil {
+				next = *p.NextPageID
+			}
 			return nil, fresh, nil
 		}
 		return p.NextPageID, fresh, nil
 	})
+	return next, err
 }
 
 // countConversations reads GET /api/conversations/count: how many

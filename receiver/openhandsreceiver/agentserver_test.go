@@ -81,7 +81,7 @@ func TestConversationListingThatMovesIsNoLoop(t *testing.T) {
 			require.NoError(t, err)
 			client := &serverClient{base: base, client: srv.Client()}
 			listed := map[string]bool{}
-			err = client.searchConversations(context.Background(), byUpdate, func(items []searchItem) bool {
+			_, err = client.searchConversations(context.Background(), byUpdate, firstPage, func(items []searchItem) bool {
 				for _, it := range items {
 					listed[it.info.ID] = true
 				}

@@ -137,9 +137,9 @@ func waitRounds(t *testing.T, stub *oh.Server, n int) {
 }
 
 // TestDiscoveryCostsWhatChanged: the first round lists everything,
-// oldest created first; after it a round costs the server one search page
-// (the head of the listing by update) and one count, however many
-// conversations it holds; the most recently updated attach first, and
+// oldest created first, beside the head of the listing by update; after
+// it a round costs the server one search page (the head) and one count,
+// however many conversations it holds; the most recently updated attach first, and
 // the rest wait for a slot.
 func TestDiscoveryCostsWhatChanged(t *testing.T) {
 	stub := startStub(t)
@@ -158,20 +158,21 @@ func TestDiscoveryCostsWhatChanged(t *testing.T) {
 		h.waitLive(c, 1)
 	}
 	waitRounds(t, stub, 3)
-	searches := requests(stub, "/api/conversations/search")
 	n := rounds(stub)
-	require.GreaterOrEqual(t, len(searches), 3+n-1)
-	for i, r := range searches[:3] {
+	var full, head int
+	for _, r := range requests(stub, "/api/conversations/search") {
 		q, err := url.ParseQuery(r.RawQuery)
 		require.NoError(t, err)
-		assert.Equal(t, "CREATED_AT", q.Get("sort_order"), "the first round lists everything, page %d", i)
+		switch q.Get("sort_order") {
+		case "CREATED_AT":
+			full++
+		case "UPDATED_AT_DESC":
+			head++
+			assert.False(t, q.Has("page_id"), "one page a round once nothing moves")
+		}
 	}
-	later := searches[3:]
-	for _, r := range later {
-		assert.Contains(t, r.RawQuery, "sort_order=UPDATED_AT_DESC")
-		assert.NotContains(t, r.RawQuery, "page_id=", "one page a round once nothing moves")
-	}
-	assert.InDelta(t, n-1, len(later), 1, "one search page a round")
+	assert.Equal(t, 3, full, "the first round lists everything, once")
+	assert.InDelta(t, n, head, 1, "one search page a round")
 	assert.Empty(t, requests(stub, "/api/conversations"), "nothing is looked up while the count agrees")
 	attached := 0
 	for _, c := range convs {
@@ -348,4 +349,38 @@ func TestStartAtEnd(t *testing.T) {
 		h.waitTypes(later.ID(), "x.openhands.message.event")
 		h.validate()
 	})
+}
+
+// TestFullListingIsSpreadOverRounds: the full listing of the first
+// rounds reads at most fullPagesPerRound pages a round, beside the head,
+// so a conversation with new activity is seen at the next round however
+// many the server holds.
+func TestFullListingIsSpreadOverRounds(t *testing.T) {
+	stub := startStub(t)
+	for range 1100 {
+		createConversation(t, stub)
+	}
+	h := startHarness(t, fastConfig(socketSession, stub))
+	waitRounds(t, stub, 1)
+	fresh := createConversation(t, stub)
+	mustAppend(t, fresh, oh.MessageEvent("user", "new activity"))
+	h.waitTypes(fresh.ID(), "x.openhands.message.event")
+	waitRounds(t, stub, 2)
+
+	pages, full := 0, 0
+	for _, r := range stub.Requests() {
+		switch {
+		case r.Path == "/api/conversations/count":
+			assert.LessOrEqual(t, pages, fullPagesPerRound, "full listing pages in a round")
+			pages = 0
+		case r.Path == "/api/conversations/search":
+			q, err := url.ParseQuery(r.RawQuery)
+			require.NoError(t, err)
+			if q.Get("sort_order") == "CREATED_AT" {
+				pages++
+				full++
+			}
+		}
+	}
+	assert.Equal(t, 12, full, "1,101 conversations (fresh among them), listed once")
 }

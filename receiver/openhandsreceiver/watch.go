@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -49,11 +50,14 @@ type serverWatch struct {
 	// onServer are the ids, of every shard, the server has shown and not
 	// said are gone: what its count is compared with.
 	onServer map[string]struct{}
-	// listedAll is set once a full listing has succeeded; since is the
-	// newest updated_at (Unix ns) the listings have shown: a round lists
-	// search by update only down to it.
+	// listedAll is set once a full listing has completed; full is one
+	// under way. since is the newest updated_at (Unix ns) the head of the
+	// listing has shown: a round lists it only down to there. startedAt
+	// is the first since, the server's last update before this start.
 	listedAll bool
+	full      *fullListing
 	since     int64
+	startedAt int64
 	// countAhead counts the rounds in a row whose count showed more
 	// conversations than onServer holds.
 	countAhead int
@@ -63,7 +67,7 @@ type serverWatch struct {
 	recheckInterval time.Duration
 	lastRecheck     time.Time
 	// startAtEnd is start_at: end; fromEnd are the conversations the
-	// start's first listing showed with no state in storage, whose
+	// server had before this start with no state in storage, whose
 	// history, under it, is not read when their session starts.
 	startAtEnd bool
 	fromEnd    map[string]struct{}
@@ -105,19 +109,26 @@ func (w *serverWatch) awaitPoll(ctx context.Context, tick <-chan time.Time) bool
 
 // poll runs one discovery round, whose cost to the server follows what
 // changed, not how many conversations it holds: search by update, newest
-// first, down to what the last listing showed (one page when nothing
+// first, down to what the last round showed (one page when nothing
 // moved), then the count. Fewer conversations counted than known means
 // some are gone: the known conversations the round did not list are read
 // by id, 99 a request (recheck), and those the server answers null for
-// end. The first round lists everything, oldest created first, and so
-// does one after countAheadRounds rounds whose count shows more than were
-// listed (a conversation that appeared with an old updated_at). Every
-// recheck_interval the known conversations are read by id anyway: the
-// server moves no updated_at on a status-only change. A failed round ends
-// nothing; what its pages did show is taken in.
+// end. Every id must be known for the count to mean that: from the first
+// round, and after countAheadRounds rounds whose count shows more than
+// were listed (a conversation that appeared with an old updated_at), a
+// full listing, oldest created first, is read fullPagesPerRound pages a
+// round beside the head, and the count is compared once it completes.
+// Every recheck_interval the known conversations are read by id anyway:
+// the server moves no updated_at on a status-only change. A failed round
+// ends nothing; what its pages did show is taken in.
 func (w *serverWatch) poll(ctx context.Context) {
-	full := !w.listedAll || w.countAhead >= countAheadRounds
-	listed, err := w.list(ctx, full)
+	if w.full == nil && (!w.listedAll || w.countAhead >= countAheadRounds) {
+		w.full = &fullListing{next: firstPage, listed: make(map[string]bool)}
+	}
+	listed, err := w.listHead(ctx)
+	if err == nil && w.full != nil {
+		err = w.listFull(ctx)
+	}
 	var count int
 	if err == nil {
 		count, err = w.api.countConversations(ctx)
@@ -134,7 +145,13 @@ func (w *serverWatch) poll(ctx context.Context) {
 	w.health(w.api.name, healthSearch, nil)
 	due := w.recheckInterval > 0 && time.Since(w.lastRecheck) >= w.recheckInterval
 	switch {
-	case full || due || count < len(w.onServer):
+	case w.full != nil && !w.full.done:
+		// Not every id is known yet: the count tells nothing.
+	case w.full != nil:
+		maps.Copy(listed, w.full.listed)
+		w.full, w.listedAll, w.countAhead = nil, true, 0
+		w.recheck(ctx, listed)
+	case due || count < len(w.onServer):
 		w.recheck(ctx, listed)
 		w.countAhead = 0
 	case count > len(w.onServer):
@@ -145,57 +162,96 @@ func (w *serverWatch) poll(ctx context.Context) {
 	w.attachWaiting(ctx)
 }
 
-// countAheadRounds is how many rounds in a row a count above what the
-// listings showed is tolerated (a conversation created between a
-// round's listing and its count is listed the next round) before a full
-// listing looks for what the head of the listing cannot show.
-const countAheadRounds = 2
+// fullListing is a full listing under way, oldest created first.
+type fullListing struct {
+	next   string          // the page id it goes on from
+	done   bool            // it reached the listing's end
+	listed map[string]bool // what it listed of this shard
+}
 
-// list lists search, in full (oldest created first) or down to since
-// (newest updated first), takes in what it shows, and returns the ids it
-// listed. since advances only with a listing that completed.
-func (w *serverWatch) list(ctx context.Context, full bool) (map[string]bool, error) {
+const (
+	// countAheadRounds is how many rounds in a row a count above what the
+	// listings showed is tolerated (a conversation created between a
+	// round's listing and its count is listed the next round) before a
+	// full listing looks for what the head of the listing cannot show.
+	countAheadRounds = 2
+	// fullPagesPerRound bounds the pages of a full listing one round
+	// reads: the server sorts every conversation for each.
+	fullPagesPerRound = 10
+)
+
+// listHead lists search by update, newest first, down to since (one
+// page before there is one), takes in what it shows, and returns the ids
+// of this shard it listed. since advances only with a listing that
+// completed.
+func (w *serverWatch) listHead(ctx context.Context) (map[string]bool, error) {
 	listed := make(map[string]bool)
-	order, newest := byUpdate, w.since
-	if full {
-		order = byCreation
-	}
-	err := w.api.searchConversations(ctx, order, func(items []searchItem) bool {
-		reachedSince := false
+	newest := w.since
+	_, err := w.api.searchConversations(ctx, byUpdate, "", func(items []searchItem) bool {
+		more := w.since != 0
 		for _, item := range items {
-			if item.err != nil {
-				w.skipItem(ctx, item)
-				continue
+			if item.err == nil {
+				newest = max(newest, updatedAt(item.info))
+				more = more && updatedAt(item.info) >= w.since
 			}
-			info := item.info
-			updated := updatedAt(info)
-			newest = max(newest, updated)
-			reachedSince = reachedSince || updated < w.since
-			w.onServer[info.ID] = struct{}{}
-			w.noteChild(ctx, info) // its parent may be this replica's
-			if listed[info.ID] || !w.shard.owns(info.ID) {
-				continue // a server that lists one id twice; another replica's
-			}
-			listed[info.ID] = true
-			w.noteFromEnd(info.ID)
-			w.take(ctx, info)
 		}
-		return full || !reachedSince
+		if w.startedAt == 0 {
+			w.startedAt = newest // what the server last did before this start
+		}
+		w.takeListed(ctx, items, listed)
+		return more
 	})
 	if err == nil {
-		w.since, w.listedAll = newest, w.listedAll || full
+		w.since = newest
 	}
 	return listed, err
 }
 
-// noteFromEnd notes, under start_at: end, a conversation the start's
-// first listing shows that has no state: the history it has now is not
+// listFull reads the next fullPagesPerRound pages of the full listing
+// under way, and takes in what they show.
+func (w *serverWatch) listFull(ctx context.Context) error {
+	pages := 0
+	next, err := w.api.searchConversations(ctx, byCreation, w.full.next, func(items []searchItem) bool {
+		w.takeListed(ctx, items, w.full.listed)
+		pages++
+		return pages < fullPagesPerRound
+	})
+	if err == nil {
+		w.full.next, w.full.done = next, next == ""
+	}
+	return err
+}
+
+// takeListed takes in the items of a search page, and notes the ids of
+// this shard in listed.
+func (w *serverWatch) takeListed(ctx context.Context, items []searchItem, listed map[string]bool) {
+	for _, item := range items {
+		if item.err != nil {
+			w.skipItem(ctx, item)
+			continue
+		}
+		info := item.info
+		w.onServer[info.ID] = struct{}{}
+		w.noteChild(ctx, info) // its parent may be this replica's
+		if listed[info.ID] || !w.shard.owns(info.ID) {
+			continue // a server that lists one id twice; another replica's
+		}
+		listed[info.ID] = true
+		w.noteFromEnd(info)
+		w.take(ctx, info)
+	}
+}
+
+// noteFromEnd notes, under start_at: end, a conversation the server had
+// before this start (created before the newest update the start's first
+// listing showed) and that has no state: the history it has now is not
 // read.
-func (w *serverWatch) noteFromEnd(id string) {
-	_, known := w.convs[id]
-	_, asleep := w.persisted[id]
-	if w.startAtEnd && !w.listedAll && !known && !asleep {
-		w.fromEnd[id] = struct{}{}
+func (w *serverWatch) noteFromEnd(info conversationInfo) {
+	_, known := w.convs[info.ID]
+	_, asleep := w.persisted[info.ID]
+	created, err := time.Parse(time.RFC3339Nano, info.CreatedAt)
+	if w.startAtEnd && !known && !asleep && err == nil && created.UnixNano() <= w.startedAt {
+		w.fromEnd[info.ID] = struct{}{}
 	}
 }
 
