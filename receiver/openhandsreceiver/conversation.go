@@ -600,7 +600,11 @@ func (c *conversation) handleSessionFrame(ctx context.Context, raw []byte) {
 	}
 	switch f.Type {
 	case "sync":
-		c.session.skipHistory(f.ThroughSeq, "") // start_at: end
+		through := int64(-1) // an empty log
+		if f.ThroughSeq != nil {
+			through = *f.ThroughSeq
+		}
+		c.session.skipHistory(through, "") // start_at: end
 	case "durable":
 		ev, err := mapping.EventOf(f.Event)
 		c.session.handleDurable(ctx, *f.Seq, len(raw), ev, err)

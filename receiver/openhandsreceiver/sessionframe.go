@@ -20,16 +20,16 @@ type sessionFrame struct {
 	Content string
 	Code    string
 	Detail  string
-	// ThroughSeq is a sync frame's last seq of the log, -1 when it is
-	// empty or the frame does not say.
-	ThroughSeq int64
+	// ThroughSeq is a sync frame's last seq of the log, nil when it is
+	// empty.
+	ThroughSeq *int64
 }
 
 // decodeSessionFrame decodes one envelope in one pass (aep.DecodeValue),
 // the event with it. A member of the wrong JSON type fails the frame, a
 // null one reads as absent.
 func decodeSessionFrame(raw []byte) (sessionFrame, error) {
-	f := sessionFrame{ThroughSeq: -1}
+	var f sessionFrame
 	v, err := aep.DecodeValue(raw)
 	if err != nil {
 		return f, err
@@ -46,10 +46,9 @@ func decodeSessionFrame(raw []byte) (sessionFrame, error) {
 		case "type":
 			err = frameString(name, val, &f.Type)
 		case "seq":
-			var seq int64
-			if err = frameInt(name, val, &seq); err == nil {
-				f.Seq = &seq
-			}
+			f.Seq, err = frameSeq(name, val)
+		case "through_seq":
+			f.ThroughSeq, err = frameSeq(name, val)
 		case "event":
 			f.Event = val
 		case "item_id":
@@ -66,8 +65,6 @@ func decodeSessionFrame(raw []byte) (sessionFrame, error) {
 			err = frameString(name, val, &f.Code)
 		case "detail":
 			err = frameString(name, val, &f.Detail)
-		case "through_seq":
-			err = frameInt(name, val, &f.ThroughSeq)
 		}
 		if err != nil {
 			return sessionFrame{}, err
@@ -83,6 +80,15 @@ func frameString(name string, val any, dst *string) error {
 	}
 	*dst = s
 	return nil
+}
+
+// frameSeq reads a seq member.
+func frameSeq(name string, val any) (*int64, error) {
+	var seq int64
+	if err := frameInt(name, val, &seq); err != nil {
+		return nil, err
+	}
+	return &seq, nil
 }
 
 func frameInt[T int | int64](name string, val any, dst *T) error {
