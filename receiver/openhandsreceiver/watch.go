@@ -58,6 +58,7 @@ type serverWatch struct {
 	full      *fullListing
 	since     int64
 	startedAt int64
+	started   bool // startedAt is set
 	// countAhead counts the rounds in a row whose count showed more
 	// conversations than onServer holds.
 	countAhead int
@@ -195,8 +196,10 @@ func (w *serverWatch) listHead(ctx context.Context) (map[string]bool, error) {
 				more = more && updatedAt(item.info) >= w.since
 			}
 		}
-		if w.startedAt == 0 {
-			w.startedAt = newest // what the server last did before this start
+		if !w.started {
+			// What the server last did before this start (0: it had
+			// nothing).
+			w.startedAt, w.started = newest, true
 		}
 		w.takeListed(ctx, items, listed)
 		return more
