@@ -29,8 +29,8 @@ type Config struct {
 	// listed by the start's first discovery round, with no state in
 	// storage.
 	StartAt string `mapstructure:"start_at"`
-	// RecheckInterval is how often every known conversation is read by id
-	// (99 a request), which shows a status change that moved no
+	// RecheckInterval is how often the whole listing is read again (10
+	// pages a round), which shows a status change that moved no
 	// updated_at, and a deletion the count hid; 0 never rechecks.
 	RecheckInterval time.Duration `mapstructure:"recheck_interval"`
 	// Agent is the AEP agent identity (and resource service.name).

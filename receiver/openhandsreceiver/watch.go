@@ -62,9 +62,9 @@ type serverWatch struct {
 	// countAhead counts the rounds in a row whose count showed more
 	// conversations than onServer holds.
 	countAhead int
-	// recheckInterval is how often every known conversation is read by
-	// id, whatever the count says (0: never); lastRecheck is when that
-	// was last done.
+	// recheckInterval is how often the whole listing is read again,
+	// whatever the count says (0: never); lastRecheck is when a full
+	// listing last completed.
 	recheckInterval time.Duration
 	lastRecheck     time.Time
 	// startAtEnd is start_at: end; fromEnd are the conversations the
@@ -112,27 +112,33 @@ func (w *serverWatch) awaitPoll(ctx context.Context, tick <-chan time.Time) bool
 // changed, not how many conversations it holds: search by update, newest
 // first, down to what the last round showed (one page when nothing
 // moved), then the count. Fewer conversations counted than known means
-// some are gone: the known conversations the round did not list are read
-// by id, 99 a request (recheck), and those the server answers null for
-// end. Every id must be known for the count to mean that: from the first
-// round, and after countAheadRounds rounds whose count shows more than
-// were listed (a conversation that appeared with an old updated_at), a
-// full listing, oldest created first, is read fullPagesPerRound pages a
-// round beside the head, and the count is compared once it completes.
-// Every recheck_interval the known conversations are read by id anyway:
-// the server moves no updated_at on a status-only change. A failed round
-// ends nothing; what its pages did show is taken in.
+// some are gone: the whole listing is read at once, oldest created first
+// (created_at never moves, so it is not reshuffled while paged), and the
+// known conversations it does not show are read by id, 99 a request
+// (recheck; the server answers those it no longer has cheaply), and those
+// it answers null for end. Every id must be known for the count to mean
+// that: at the first round, after countAheadRounds rounds whose count
+// shows more than were listed (a conversation that appeared with an old
+// updated_at), and every recheck_interval (the server moves no
+// updated_at on a status-only change), a full listing is read
+// fullPagesPerRound pages a round beside the head. A failed round ends
+// nothing; what its pages did show is taken in.
 func (w *serverWatch) poll(ctx context.Context) {
-	if w.full == nil && (!w.listedAll || w.countAhead >= countAheadRounds) {
-		w.full = &fullListing{next: firstPage, listed: make(map[string]bool)}
+	due := w.recheckInterval > 0 && time.Since(w.lastRecheck) >= w.recheckInterval
+	if w.full == nil && (!w.listedAll || w.countAhead >= countAheadRounds || due) {
+		w.full = newFullListing()
 	}
 	listed, err := w.listHead(ctx)
 	if err == nil && w.full != nil {
-		err = w.listFull(ctx)
+		err = w.listFull(ctx, fullPagesPerRound)
 	}
 	var count int
 	if err == nil {
 		count, err = w.api.countConversations(ctx)
+	}
+	if err == nil && w.full == nil && count < len(w.onServer) {
+		w.full = newFullListing() // some are gone: which, the listing shows
+		err = w.listFull(ctx, maxSearchPages)
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -144,7 +150,6 @@ func (w *serverWatch) poll(ctx context.Context) {
 		return
 	}
 	w.health(w.api.name, healthSearch, nil)
-	due := w.recheckInterval > 0 && time.Since(w.lastRecheck) >= w.recheckInterval
 	switch {
 	case w.full != nil && !w.full.done:
 		// Not every id is known yet: the count tells nothing.
@@ -152,9 +157,6 @@ func (w *serverWatch) poll(ctx context.Context) {
 		maps.Copy(listed, w.full.listed)
 		w.full, w.listedAll, w.countAhead = nil, true, 0
 		w.recheck(ctx, listed)
-	case due || count < len(w.onServer):
-		w.recheck(ctx, listed)
-		w.countAhead = 0
 	case count > len(w.onServer):
 		w.countAhead++
 	default:
@@ -168,6 +170,10 @@ type fullListing struct {
 	next   string          // the page id it goes on from
 	done   bool            // it reached the listing's end
 	listed map[string]bool // what it listed of this shard
+}
+
+func newFullListing() *fullListing {
+	return &fullListing{next: firstPage, listed: make(map[string]bool)}
 }
 
 const (
@@ -210,14 +216,14 @@ func (w *serverWatch) listHead(ctx context.Context) (map[string]bool, error) {
 	return listed, err
 }
 
-// listFull reads the next fullPagesPerRound pages of the full listing
+// listFull reads the next pages, at most limit, of the full listing
 // under way, and takes in what they show.
-func (w *serverWatch) listFull(ctx context.Context) error {
+func (w *serverWatch) listFull(ctx context.Context, limit int) error {
 	pages := 0
 	next, err := w.api.searchConversations(ctx, byCreation, w.full.next, func(items []searchItem) bool {
 		w.takeListed(ctx, items, w.full.listed)
 		pages++
-		return pages < fullPagesPerRound
+		return pages < limit
 	})
 	if err == nil {
 		w.full.next, w.full.done = next, next == ""
@@ -285,8 +291,8 @@ func (w *serverWatch) skipItem(ctx context.Context, item searchItem) {
 const recheckRequests = 4
 
 // recheck reads by id, maxBatchIDs a request, every conversation known
-// (shown by the server, or only in storage) that this round did not
-// list, recheckRequests requests at a time: one the server answers null
+// (shown by the server, or only in storage) that a full listing did not
+// show, recheckRequests requests at a time: one the server answers null
 // for is gone, and its session ends; an answer is taken in as if listed;
 // a failure changes nothing.
 func (w *serverWatch) recheck(ctx context.Context, listed map[string]bool) {
