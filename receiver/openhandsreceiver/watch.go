@@ -130,6 +130,7 @@ func (w *serverWatch) poll(ctx context.Context) {
 	}
 	listed, err := w.listHead(ctx)
 	if err == nil && w.full != nil {
+		w.attachWaiting(ctx) // what the head shows first, before the full listing's pages
 		err = w.listFull(ctx, fullPagesPerRound)
 	}
 	var count int
