@@ -134,20 +134,118 @@ type eventPage struct {
 	NextPageID *string           `json:"next_page_id"`
 }
 
-// searchConversations pages GET /api/conversations/search, most recently
-// updated first, passing next_page_id back verbatim and each page's items
-// to page, until the listing ends or page wants no more.
-func (s *serverClient) searchConversations(ctx context.Context, page func([]searchItem) (more bool)) error {
-	return s.pages(ctx, "/api/conversations/search", url.Values{"sort_order": {"UPDATED_AT_DESC"}}, func(body []byte) (*string, error) {
+// Conversation search orders (the server's ConversationSortOrder).
+const (
+	// byUpdate lists the most recently updated first: a discovery round
+	// reads only the head of it, what moved since the last round.
+	byUpdate = "UPDATED_AT_DESC"
+	// byCreation lists the oldest first. created_at never moves, so a
+	// full listing in this order is not reshuffled while it is paged.
+	byCreation = "CREATED_AT"
+)
+
+// staleListingPages is how many pages in a row a moving conversation
+// listing may show nothing new from an anchor already followed: each
+// time an anchor is updated before it is asked for, the server pages on
+// from the front.
+const staleListingPages = 3
+
+// firstPage is the page_id of a listing's first page: none.
+const firstPage = ""
+
+// searchConversations pages GET /api/conversations/search in order from
+// the page id from (firstPage: the start), passing next_page_id back
+// verbatim and each page's items to page, until the listing ends or page
+// wants no more; next is then the page id it would go on from ("" at the
+// listing's end). A listing that moves
+// while it is paged (an anchor updated meanwhile jumps to the front, and
+// the server pages on from there) is followed: only more than
+// staleListingPages pages in a row that show no conversation the listing
+// had not and name a page id already followed are a loop.
+func (s *serverClient) searchConversations(ctx context.Context, order, from string, page func([]searchItem) (more bool)) (next string, err error) {
+	shown := make(map[string]bool)
+	q := url.Values{"sort_order": {order}}
+	if from != firstPage {
+		q.Set("page_id", from)
+	}
+	err = s.pages(ctx, "/api/conversations/search", q, staleListingPages, func(body []byte) (*string, bool, error) {
 		var p conversationPage
 		if err := json.Unmarshal(body, &p); err != nil {
-			return nil, fmt.Errorf("conversation search page is not a ConversationPage: %w", err)
+			return nil, false, fmt.Errorf("conversation search page is not a ConversationPage: %w", err)
+		}
+		fresh := false
+		for _, item := range p.Items {
+			if item.err == nil && !shown[item.info.ID] {
+				shown[item.info.ID], fresh = true, true
+			}
 		}
 		if !page(p.Items) {
-			return nil, nil
+			if p.NextPageID != nil {
+				next = *p.NextPageID
+			}
+			return nil, fresh, nil
 		}
-		return p.NextPageID, nil
+		return p.NextPageID, fresh, nil
 	})
+	return next, err
+}
+
+// countConversations reads GET /api/conversations/count: how many
+// conversations the server holds.
+func (s *serverClient) countConversations(ctx context.Context) (int, error) {
+	const path = "/api/conversations/count"
+	body, err := s.get(ctx, path, url.Values{})
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	if err := json.Unmarshal(body, &n); err != nil || n < 0 {
+		return 0, fmt.Errorf("GET %s: not a count: %s", path, quoteID(string(body)))
+	}
+	return n, nil
+}
+
+// maxBatchIDs is how many ids one GET /api/conversations may name.
+const maxBatchIDs = 99
+
+// lookup is what the server answered for one id of a batch.
+type lookup struct {
+	info conversationInfo
+	gone bool  // the server answered null: it has no such conversation
+	err  error // the item cannot be read: nothing is known
+}
+
+// conversations reads the ConversationInfo of up to maxBatchIDs ids in
+// one GET /api/conversations?ids=..., the server answering null for each
+// one it does not have. An answer of the wrong length fails the batch; an
+// item that is not the conversation asked for is an error of that item.
+func (s *serverClient) conversations(ctx context.Context, ids []string) ([]lookup, error) {
+	const path = "/api/conversations"
+	body, err := s.get(ctx, path, url.Values{"ids": ids})
+	if err != nil {
+		return nil, err
+	}
+	var items []*searchItem
+	if err := json.Unmarshal(body, &items); err != nil {
+		return nil, fmt.Errorf("GET %s: not a list of ConversationInfo: %w", path, err)
+	}
+	if len(items) != len(ids) {
+		return nil, fmt.Errorf("GET %s: %d answers for %d ids", path, len(items), len(ids))
+	}
+	out := make([]lookup, len(ids))
+	for i, it := range items {
+		switch {
+		case it == nil:
+			out[i].gone = true
+		case it.err != nil:
+			out[i].err = it.err
+		case it.info.ID != ids[i]:
+			out[i].err = fmt.Errorf("GET %s: the answer for %s is for conversation %s", path, ids[i], quoteID(it.info.ID))
+		default:
+			out[i].info = it.info
+		}
+	}
+	return out, nil
 }
 
 // errNotFound is the server's 404: for GET /api/conversations/{id}, the
@@ -359,25 +457,30 @@ func (s *serverClient) searchEvents(ctx context.Context, conversationID, since s
 	if since != "" {
 		q.Set("timestamp__gte", since)
 	}
-	return s.pages(ctx, "/api/conversations/"+url.PathEscape(conversationID)+"/events/search", q, func(body []byte) (*string, error) {
+	return s.pages(ctx, "/api/conversations/"+url.PathEscape(conversationID)+"/events/search", q, 0, func(body []byte) (*string, bool, error) {
 		var p eventPage
 		if err := json.Unmarshal(body, &p); err != nil {
-			return nil, fmt.Errorf("event search page is not an event page: %w", err)
+			return nil, false, fmt.Errorf("event search page is not an event page: %w", err)
 		}
 		for _, item := range p.Items {
 			if err := fn(item); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 		}
-		return p.NextPageID, nil
+		// The log only grows at its end: a page id met again is a loop.
+		return p.NextPageID, false, nil
 	})
 }
 
-// pages follows next_page_id until it is null, refusing a server that
-// repeats a page id (it would loop forever).
-func (s *serverClient) pages(ctx context.Context, path string, q url.Values, page func([]byte) (*string, error)) error {
+// pages follows next_page_id until it is null. page reports whether its
+// page showed something the listing had not (fresh). A page that is not
+// fresh and names a page id already followed is stale: more than
+// staleAllowed of them in a row is the server's paging looping, an
+// error, as is a listing past maxSearchPages.
+func (s *serverClient) pages(ctx context.Context, path string, q url.Values, staleAllowed int, page func([]byte) (next *string, fresh bool, err error)) error {
 	q.Set("limit", pageLimit)
-	seen := make(map[string]bool)
+	followed := make(map[string]bool)
+	stale := 0
 	for n := 0; ; n++ {
 		if n >= maxSearchPages {
 			return fmt.Errorf("GET %s: more than %d pages", path, maxSearchPages)
@@ -386,17 +489,20 @@ func (s *serverClient) pages(ctx context.Context, path string, q url.Values, pag
 		if err != nil {
 			return err
 		}
-		next, err := page(body)
-		if err != nil {
+		next, fresh, err := page(body)
+		switch {
+		case err != nil:
 			return fmt.Errorf("GET %s: %w", path, err)
-		}
-		if next == nil || *next == "" {
+		case next == nil || *next == "":
 			return nil
+		case !followed[*next] || fresh:
+			stale = 0
+		case stale >= staleAllowed:
+			return fmt.Errorf("GET %s: next_page_id %q repeats and the pages show nothing new: the server's paging loops", path, *next)
+		default:
+			stale++
 		}
-		if seen[*next] {
-			return fmt.Errorf("GET %s: next_page_id %q repeats: the server's paging loops", path, *next)
-		}
-		seen[*next] = true
+		followed[*next] = true
 		q.Set("page_id", *next)
 	}
 }
@@ -461,12 +567,16 @@ const (
 var errNoSessionSocket = errors.New("agent server has no /sockets/session endpoint")
 
 // dialConversation opens the conversation's socket: /sockets/session when
-// the server has it (replaying every durable event after afterSeq), else
-// the legacy /sockets/events, live-only. session reports which; fc is the
-// connection under it, nil where it cannot be had (frameDialer).
-func (s *serverClient) dialConversation(ctx context.Context, conversationID string, afterSeq int64) (conn *websocket.Conn, fc *frameConn, session bool, err error) {
+// the server has it (replaying every durable event after afterSeq, or,
+// liveOnly, none), else the legacy /sockets/events, live-only. session
+// reports which; fc is the connection under it, nil where it cannot be
+// had (frameDialer).
+func (s *serverClient) dialConversation(ctx context.Context, conversationID string, afterSeq int64, liveOnly bool) (conn *websocket.Conn, fc *frameConn, session bool, err error) {
 	if !s.legacyOnly.Load() {
 		q := url.Values{"after_seq": {strconv.FormatInt(afterSeq, 10)}}
+		if liveOnly {
+			q = nil
+		}
 		conn, fc, err = s.dial(ctx, "/sockets/session", conversationID, q)
 		switch {
 		case err == nil:

@@ -27,6 +27,15 @@ type Config struct {
 	Targets TargetsConfig `mapstructure:"targets"`
 	// PollInterval is the conversation search cadence.
 	PollInterval time.Duration `mapstructure:"poll_interval"`
+	// StartAt is what is read of a conversation's history that exists when
+	// it is first seen at a start (startAtBeginning, startAtEnd): one first
+	// listed by the start's first discovery round, with no state in
+	// storage.
+	StartAt string `mapstructure:"start_at"`
+	// RecheckInterval is how often the whole listing is read again (10
+	// pages a round), which shows a status change that moved no
+	// updated_at, and a deletion the count hid; 0 never rechecks.
+	RecheckInterval time.Duration `mapstructure:"recheck_interval"`
 	// Agent is the AEP agent identity (and resource service.name).
 	Agent string `mapstructure:"agent"`
 	// Deltas opts in to StreamingDeltaEvent (x.openhands.streaming.delta).
@@ -98,6 +107,13 @@ type ServerConfig struct {
 	MaxConversations int `mapstructure:"max_conversations"`
 }
 
+// What start_at reads of the history a conversation has when a start
+// first sees it.
+const (
+	startAtBeginning = "beginning" // all of it
+	startAtEnd       = "end"       // none: from its first attach on
+)
+
 // CaptureConfig is the capture ceiling: a level and per-category overrides
 // (e.g. attention: redacted, as AEP-0003 §9.1 recommends).
 type CaptureConfig struct {
@@ -134,7 +150,11 @@ func (cfg *Config) Validate() error {
 	}
 	errs = append(errs, configcheck.Check(
 		configcheck.Duration{Key: "poll_interval", Value: cfg.PollInterval, Positive: true},
+		configcheck.Duration{Key: "recheck_interval", Value: cfg.RecheckInterval},
 		configcheck.Duration{Key: "idle_detach", Value: cfg.IdleDetach})...)
+	if cfg.StartAt != startAtBeginning && cfg.StartAt != startAtEnd {
+		errs = append(errs, fmt.Errorf("start_at: must be beginning or end, got %q", cfg.StartAt))
+	}
 	if cfg.Agent == "" {
 		errs = append(errs, errors.New("agent: must not be empty"))
 	}

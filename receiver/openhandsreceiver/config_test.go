@@ -39,6 +39,8 @@ func TestLoadConfig(t *testing.T) {
 		assert.Equal(t, aep.CaptureMetadata, cfg.Capture.Level)
 		assert.True(t, cfg.RedactPII)
 		assert.Equal(t, 10*time.Minute, cfg.IdleDetach)
+		assert.Equal(t, 10*time.Minute, cfg.RecheckInterval)
+		assert.Equal(t, "beginning", cfg.StartAt)
 		assert.Equal(t, backoff.Default(), cfg.Reconnect)
 		assert.Nil(t, cfg.Storage)
 		assert.Equal(t, ShardConfig{Count: 1}, cfg.Shard)
@@ -57,6 +59,8 @@ func TestLoadConfig(t *testing.T) {
 		assert.Zero(t, cfg.Servers[1].MaxConversations, "sized from the descriptor limit")
 		assert.Equal(t, "/etc/ssl/agents-ca.pem", cfg.Servers[0].TLS.CAFile)
 		assert.Equal(t, 30*time.Second, cfg.PollInterval)
+		assert.Equal(t, 5*time.Minute, cfg.RecheckInterval)
+		assert.Equal(t, "end", cfg.StartAt)
 		assert.Equal(t, "openhands-prod", cfg.Agent)
 		assert.True(t, cfg.Deltas)
 		assert.Equal(t, map[string]aep.Capture{"attention": aep.CaptureRedacted}, cfg.Capture.Categories)
@@ -83,6 +87,8 @@ func TestLoadConfig(t *testing.T) {
 			"servers[1].timeout: must not be negative, got -5s",
 			"servers[2].endpoint: the same server as servers[1].endpoint (http://agents.example:8000)",
 			"poll_interval: must be positive",
+			"recheck_interval: must not be negative, got -1s",
+			`start_at: must be beginning or end, got "middle"`,
 			`capture.level: unknown level "everything"`,
 			`capture.categories: unknown category "nonsense"`,
 			"shard.index: must be in [0, 3), got 3",

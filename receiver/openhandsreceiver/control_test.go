@@ -73,7 +73,7 @@ type commandHandler interface {
 
 // startOpenGate starts an open control gate: the extension, and the
 // exporter's side of it.
-func startOpenGate(t *testing.T) (component.Component, commandHandler) {
+func startOpenGate(t testing.TB) (component.Component, commandHandler) {
 	t.Helper()
 	gateCfg := openhandscontrol.NewFactory().CreateDefaultConfig().(*openhandscontrol.Config)
 	gateCfg.Enabled = true

@@ -78,10 +78,11 @@ type conversation struct {
 	socket atomic.Pointer[socketCut]
 
 	// Owned by the discovery goroutine.
-	info   conversationInfo // as search last showed it
-	cancel context.CancelFunc
-	done   chan struct{}
-	exit   error // why the attach goroutine stopped; read after done
+	info       conversationInfo // as search last showed it
+	attachedAt time.Time        // when the attach goroutine last started
+	cancel     context.CancelFunc
+	done       chan struct{}
+	exit       error // why the attach goroutine stopped; read after done
 	// noteSearch's view: since when the socket has been behind search
 	// (zero if it is not), the stored count at the previous poll, whether
 	// search moved while the socket delivered nothing, and what search
@@ -141,7 +142,7 @@ func (c *conversation) attach(parent context.Context) {
 		return
 	}
 	ctx, cancel := context.WithCancel(parent)
-	c.cancel, c.done, c.exit = cancel, make(chan struct{}), nil
+	c.cancel, c.done, c.exit, c.attachedAt = cancel, make(chan struct{}), nil, time.Now()
 	go func() {
 		defer close(c.done)
 		c.exit = c.run(ctx)
@@ -208,7 +209,7 @@ type frame struct {
 // event processed, or stableConnection of uptime.
 func (c *conversation) attachOnce(ctx context.Context) (progressed bool, err error) {
 	afterSeq, _ := c.session.resumeCursor()
-	conn, fc, session, err := c.api.dialConversation(ctx, c.id, afterSeq)
+	conn, fc, session, err := c.api.dialConversation(ctx, c.id, afterSeq, c.session.fromEnd())
 	if err != nil {
 		return false, err
 	}
@@ -297,6 +298,21 @@ func (c *conversation) noteSearch(info conversationInfo, now time.Time) {
 	if s := c.socket.Load(); s != nil {
 		s.close(errBehindSearch)
 	}
+}
+
+// releasable reports whether the attached conversation may give its
+// socket up to one waiting, and since when it has been quiet: idle or
+// terminal with no event for d since its socket delivered one (its
+// connect snapshot at least: the server sends it once the history is
+// replayed), and not behind what search last showed (as noteSearch
+// judges). Discovery attaches it again once search shows it move. Called
+// by discovery.
+func (c *conversation) releasable(d time.Duration) (quietSince time.Time, ok bool) {
+	quietSince, idle := c.session.quietSince()
+	stored, status := c.session.progress()
+	behind := c.searchAhead && stored == c.polledStored || c.info.ExecutionStatus != "" && c.info.ExecutionStatus != status
+	delivered := quietSince.After(c.attachedAt)
+	return quietSince, c.attached() && idle && delivered && !behind && time.Since(quietSince) >= d
 }
 
 // every calls f every period, each time on a timer's goroutine, until f
@@ -409,7 +425,9 @@ func (c *conversation) attachLegacy(ctx context.Context, frames <-chan frame) er
 		}
 	}
 	c.session.holdOverlap(subscribed)
-	if err := c.replayHistory(ctx); err != nil {
+	if c.session.fromEnd() {
+		c.session.skipHistory(-1, subscribed) // start_at: end
+	} else if err := c.replayHistory(ctx); err != nil {
 		return fmt.Errorf("page history: %w", err)
 	}
 	c.session.overlapHistoryDone()
@@ -581,6 +599,12 @@ func (c *conversation) handleSessionFrame(ctx context.Context, raw []byte) {
 		return
 	}
 	switch f.Type {
+	case "sync":
+		through := int64(-1) // an empty log
+		if f.ThroughSeq != nil {
+			through = *f.ThroughSeq
+		}
+		c.session.skipHistory(through, "") // start_at: end
 	case "durable":
 		ev, err := mapping.EventOf(f.Event)
 		c.session.handleDurable(ctx, *f.Seq, len(raw), ev, err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -119,11 +120,28 @@ func TestConversationIDCannotSteerTheSocket(t *testing.T) {
 	assert.Positive(t, h.metric("otelcol_openhands_search_items_skipped", "reason", skipID))
 }
 
-// TestSearchStopsAtTheCap: search asks for the most recently updated
-// first and stops paging once max_conversations hold or want a socket: a
-// server with many conversations costs one page a round, and the most
-// recently updated attach.
-func TestSearchStopsAtTheCap(t *testing.T) {
+// requests returns the stub's requests to path, GETs only.
+func requests(stub *oh.Server, path string) []oh.Request {
+	return slices.DeleteFunc(stub.Requests(), func(r oh.Request) bool { return r.Method != http.MethodGet || r.Path != path })
+}
+
+// rounds is how many discovery rounds have completed: each ends with one
+// count.
+func rounds(stub *oh.Server) int { return len(requests(stub, "/api/conversations/count")) }
+
+// waitRounds waits for n more rounds.
+func waitRounds(t *testing.T, stub *oh.Server, n int) {
+	t.Helper()
+	want := rounds(stub) + n
+	require.Eventually(t, func() bool { return rounds(stub) >= want }, waitFor, tick)
+}
+
+// TestDiscoveryCostsWhatChanged: the first round lists everything,
+// oldest created first, beside the head of the listing by update; after
+// it a round costs the server one search page (the head) and one count,
+// however many conversations it holds; the most recently updated attach first, and
+// the rest wait for a slot.
+func TestDiscoveryCostsWhatChanged(t *testing.T) {
 	stub := startStub(t)
 	var convs []*oh.Conversation
 	for range 250 {
@@ -139,33 +157,73 @@ func TestSearchStopsAtTheCap(t *testing.T) {
 	for _, c := range recent {
 		h.waitLive(c, 1)
 	}
-	var searches []oh.Request
-	rounds := func() (n int) {
-		searches = slices.DeleteFunc(stub.Requests(), func(r oh.Request) bool { return r.Path != "/api/conversations/search" })
-		for _, r := range searches {
-			if !strings.Contains(r.RawQuery, "page_id=") {
-				n++
-			}
+	waitRounds(t, stub, 3)
+	n := rounds(stub)
+	var full, head int
+	for _, r := range requests(stub, "/api/conversations/search") {
+		q, err := url.ParseQuery(r.RawQuery)
+		require.NoError(t, err)
+		switch q.Get("sort_order") {
+		case "CREATED_AT":
+			full++
+		case "UPDATED_AT_DESC":
+			head++
+			assert.False(t, q.Has("page_id"), "one page a round once nothing moves")
 		}
-		return n
 	}
-	require.Eventually(t, func() bool { return rounds() >= 3 }, waitFor, tick)
-	n := rounds()
-	assert.Len(t, searches, n, "one page a round")
-	assert.Contains(t, searches[0].RawQuery, "sort_order=UPDATED_AT_DESC")
+	assert.Equal(t, 3, full, "the first round lists everything, once")
+	assert.InDelta(t, n, head, 1, "one search page a round")
+	assert.Empty(t, requests(stub, "/api/conversations"), "nothing is looked up while the count agrees")
 	attached := 0
 	for _, c := range convs {
 		attached += c.Sockets()
 	}
-	assert.Equal(t, len(recent), attached)
-	assert.Equal(t, int64(100-len(recent)), h.metric("otelcol_openhands_conversations_overflow", "", ""),
-		"the first page's others wait")
+	assert.LessOrEqual(t, attached, len(recent))
+	assert.Positive(t, h.metric("otelcol_openhands_conversations_overflow", "", ""), "the others wait")
 }
 
-// TestTruncatedListingEndsNothing: conversations past the listing's cut
-// are not ended for being unlisted; one deleted past the cut is, once the
-// server says it is gone.
-func TestTruncatedListingEndsNothing(t *testing.T) {
+// TestNewActivityIsNotStarvedByIdleHistory: with every slot taken by
+// idle conversations and hundreds more waiting, a conversation created
+// later, and a new event in an idle one, attach within a few rounds: the
+// idle ones give their slots up once quiet for a poll interval.
+func TestNewActivityIsNotStarvedByIdleHistory(t *testing.T) {
+	stub := startStub(t)
+	var idle []*oh.Conversation
+	for range 300 {
+		idle = append(idle, createConversation(t, stub))
+	}
+	cfg := fastConfig(socketSession, stub)
+	cfg.Servers[0].MaxConversations = 5
+	h := startHarness(t, cfg)
+	overflow := func() int64 { return h.metric("otelcol_openhands_conversations_overflow", "", "") }
+	require.Eventually(t, func() bool { return overflow() > 250 }, waitFor, tick)
+
+	fresh := createConversation(t, stub)
+	mustAppend(t, fresh, oh.MessageEvent("user", "new activity"))
+	h.waitLive(fresh, 1)
+	h.waitTypes(fresh.ID(), "x.openhands.message.event")
+
+	// An idle conversation, already read and released, moves again.
+	var released *oh.Conversation
+	require.Eventually(t, func() bool {
+		for _, c := range idle {
+			if count(h.session(c.ID()), "state.snapshot") > 0 && c.Sockets() == 0 {
+				released = c
+				return true
+			}
+		}
+		return false
+	}, waitFor, tick)
+	mustAppend(t, released, oh.MessageEvent("user", "back again"))
+	h.waitLive(released, 2)
+	h.waitTypes(released.ID(), "x.openhands.message.event")
+	assert.Positive(t, overflow(), "idle history still waits behind them")
+}
+
+// TestUnlistedConversationsEndOnlyWhenGone: conversations the listing's
+// head does not show are not ended for it; one deleted is, once the count
+// drops and the server answers null for it by id.
+func TestUnlistedConversationsEndOnlyWhenGone(t *testing.T) {
 	stub := startStub(t)
 	a, b := createConversation(t, stub), createConversation(t, stub)
 	cfg := fastConfig(socketSession, stub)
@@ -174,33 +232,24 @@ func TestTruncatedListingEndsNothing(t *testing.T) {
 	h.waitLive(a, 1)
 	h.waitLive(b, 1)
 
-	// 150 newer conversations fill the first page: a and b are past the cut.
+	// 150 newer conversations fill the head of the listing: a and b are
+	// far past it.
 	for range 150 {
 		createConversation(t, stub)
 	}
-	overflow := func() int64 { return h.metric("otelcol_openhands_conversations_overflow", "", "") }
-	require.Eventually(t, func() bool { return overflow() == 100 }, waitFor, tick)
-	lookups := func(c *oh.Conversation) int {
-		n := 0
-		for _, r := range stub.Requests() {
-			if r.Method == http.MethodGet && r.Path == "/api/conversations/"+c.ID() {
-				n++
-			}
-		}
-		return n
-	}
-	require.Eventually(t, func() bool { return lookups(a) >= 3 && lookups(b) >= 3 }, waitFor, tick,
-		"unlisted known conversations are looked up by id")
+	require.Eventually(t, func() bool { return h.metric("otelcol_openhands_conversations_overflow", "", "") > 0 }, waitFor, tick)
+	mustAppend(t, b, oh.MessageEvent("user", "still here"))
+	h.waitTypes(b.ID(), "x.openhands.message.event")
+	waitRounds(t, stub, 3)
+	assert.Empty(t, requests(stub, "/api/conversations"), "nothing is looked up while the count agrees")
 	assert.Zero(t, count(h.session(a.ID()), "session.ended"))
 	assert.Zero(t, count(h.session(b.ID()), "session.ended"))
-	assert.Equal(t, 1, a.Sockets())
-	mustStatus(t, b, oh.StatusRunning)
-	h.waitTypes(b.ID(), "run.started", "state.delta")
 
 	require.NoError(t, a.Delete())
 	got := h.waitTypes(a.ID(), "session.ended")
 	assert.Equal(t, "killed", last(got, "session.ended").Data["reason"])
-	time.Sleep(5 * cfg.PollInterval)
+	assert.NotEmpty(t, requests(stub, "/api/conversations"), "the drop in the count had the unlisted looked up")
+	waitRounds(t, stub, 5)
 	assert.Zero(t, count(h.session(b.ID()), "session.ended"))
 	h.validate()
 }
@@ -211,9 +260,16 @@ func TestTruncatedListingEndsNothing(t *testing.T) {
 func TestFailedRoundEndsNothing(t *testing.T) {
 	stub := startStub(t)
 	known := createConversation(t, stub)
-	var broken atomic.Bool
+	var broken, held atomic.Bool
+	release := make(chan struct{})
 	front, _ := startFront(t, stub, "", func(w http.ResponseWriter, r *http.Request) bool {
-		if !broken.Load() || r.URL.Path != "/api/conversations/search" || r.URL.Query().Get("page_id") == "" {
+		if r.URL.Path != "/api/conversations/search" {
+			return false
+		}
+		if held.Load() {
+			<-release
+		}
+		if !broken.Load() || r.URL.Query().Get("page_id") == "" {
 			return false
 		}
 		_, _ = w.Write([]byte(`{"items": [<<garbage>>`))
@@ -224,20 +280,107 @@ func TestFailedRoundEndsNothing(t *testing.T) {
 	h := startHarness(t, cfg)
 	h.waitLive(known, 1)
 
-	// known is now on the second page, which is garbage.
+	// 100 newer conversations, created while the round waits for its
+	// first page, fill it: the round reads on, and the second page is
+	// garbage.
+	held.Store(true)
 	broken.Store(true)
 	var newer []*oh.Conversation
 	for range 100 {
 		newer = append(newer, createConversation(t, stub))
 	}
+	held.Store(false)
+	close(release)
 	for _, c := range newer {
 		waitSockets(t, c, 1)
 	}
 	require.Eventually(t, func() bool { return h.host.last() == componentstatus.StatusRecoverableError }, waitFor, tick)
 	time.Sleep(5 * cfg.PollInterval)
-	for _, r := range stub.Requests() {
-		assert.NotEqual(t, "/api/conversations/"+known.ID(), r.Path, "looked up after a failed round")
-	}
+	assert.Empty(t, requests(stub, "/api/conversations"), "looked up after a failed round")
 	assert.Zero(t, count(h.session(known.ID()), "session.ended"))
 	assert.Equal(t, 1, known.Sockets())
+}
+
+// TestStatusOnlyChangeIsSeenAtTheRecheck: the server moves no updated_at
+// when only a conversation's status changes, so the head of the listing
+// does not show it; with the conversation detached and past the head,
+// the recheck (every known conversation read by id) does, and it attaches
+// again.
+func TestStatusOnlyChangeIsSeenAtTheRecheck(t *testing.T) {
+	stub := startStub(t)
+	c := createConversation(t, stub)
+	cfg := fastConfig(socketSession, stub)
+	cfg.IdleDetach = 100 * time.Millisecond
+	cfg.RecheckInterval = 300 * time.Millisecond
+	h := startHarness(t, cfg)
+	h.waitLive(c, 1)
+	var newer []*oh.Conversation
+	for range 120 { // the head's page is theirs
+		newer = append(newer, createConversation(t, stub))
+	}
+	for _, n := range newer {
+		h.waitLive(n, 1)
+	}
+	waitSockets(t, c, 0) // idle: detached
+
+	mustStatus(t, c, oh.StatusPaused)
+	waitSockets(t, c, 1)
+}
+
+// TestStartAtEnd: with start_at: end, a conversation the start finds is
+// observed from then on, its history not read; one created later is read
+// from its beginning.
+func TestStartAtEnd(t *testing.T) {
+	bothSockets(t, func(t *testing.T, socket string) {
+		stub := startStub(t)
+		old := createConversation(t, stub)
+		mustAppend(t, old, oh.MessageEvent("user", "before the start"))
+		cfg := fastConfig(socket, stub)
+		cfg.StartAt = startAtEnd
+		h := startHarness(t, cfg)
+		h.waitLive(old, 1)
+		mustAppend(t, old, oh.TerminalAction("ls"))
+		got := h.waitTypes(old.ID(), "tool.requested")
+		assert.Zero(t, count(got, "x.openhands.message.event"), "the history before the start is not read")
+
+		later := createConversation(t, stub)
+		mustAppend(t, later, oh.MessageEvent("user", "created after the start"))
+		h.waitLive(later, 1)
+		h.waitTypes(later.ID(), "x.openhands.message.event")
+		h.validate()
+	})
+}
+
+// TestFullListingIsSpreadOverRounds: the full listing of the first
+// rounds reads at most fullPagesPerRound pages a round, beside the head,
+// so a conversation with new activity is seen at the next round however
+// many the server holds.
+func TestFullListingIsSpreadOverRounds(t *testing.T) {
+	stub := startStub(t)
+	for range 1100 {
+		createConversation(t, stub)
+	}
+	h := startHarness(t, fastConfig(socketSession, stub))
+	waitRounds(t, stub, 1)
+	fresh := createConversation(t, stub)
+	mustAppend(t, fresh, oh.MessageEvent("user", "new activity"))
+	h.waitTypes(fresh.ID(), "x.openhands.message.event")
+	waitRounds(t, stub, 2)
+
+	pages, full := 0, 0
+	for _, r := range stub.Requests() {
+		switch {
+		case r.Path == "/api/conversations/count":
+			assert.LessOrEqual(t, pages, fullPagesPerRound, "full listing pages in a round")
+			pages = 0
+		case r.Path == "/api/conversations/search":
+			q, err := url.ParseQuery(r.RawQuery)
+			require.NoError(t, err)
+			if q.Get("sort_order") == "CREATED_AT" {
+				pages++
+				full++
+			}
+		}
+	}
+	assert.Equal(t, 12, full, "1,101 conversations (fresh among them), listed once")
 }

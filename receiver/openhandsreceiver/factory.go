@@ -31,15 +31,17 @@ func NewFactory() receiver.Factory {
 
 func createDefaultConfig() component.Config {
 	return &Config{
-		PollInterval:  15 * time.Second,
-		Agent:         "openhands",
-		Capture:       CaptureConfig{Level: aep.CaptureMetadata},
-		RedactPII:     true,
-		IdleDetach:    10 * time.Minute,
-		Reconnect:     backoff.Default(),
-		MaxFrameBytes: defaultMaxFrameBytes,
-		Shard:         ShardConfig{Count: 1},
-		Webhook:       configoptional.Default(defaultWebhookConfig()),
+		PollInterval:    15 * time.Second,
+		RecheckInterval: 10 * time.Minute,
+		StartAt:         startAtBeginning,
+		Agent:           "openhands",
+		Capture:         CaptureConfig{Level: aep.CaptureMetadata},
+		RedactPII:       true,
+		IdleDetach:      10 * time.Minute,
+		Reconnect:       backoff.Default(),
+		MaxFrameBytes:   defaultMaxFrameBytes,
+		Shard:           ShardConfig{Count: 1},
+		Webhook:         configoptional.Default(defaultWebhookConfig()),
 	}
 }
 

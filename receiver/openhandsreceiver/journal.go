@@ -12,6 +12,8 @@ import (
 
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
 )
 
 // journal is one agent server's part of the receiver's storage. Per
@@ -24,12 +26,14 @@ import (
 //
 //	conversations/<nn>          index bucket nn (00 to ff, by hash of the id):
 //	                            {"v":1,"ids":[...],"ended":[...]}
-//	conversation/<id>/state     durableState (encodeState)
+//	conversation/<id>/state     durableState (encodeState), but its Control
+//	conversation/<id>/control   its Control (encodeControl)
 //	conversation/<id>/batch     the pending batch, OTLP protobuf
 //
 // The state and the batch are written together in one storage batch
-// before the records leave, with the conversation's index bucket the
-// first time. The next write-ahead replaces the batch; the last one is
+// before the records leave, with the control state when it changed (it
+// holds up to 64 recorded acks, and most batches change none) and the
+// conversation's index bucket the first time. The next write-ahead replaces the batch; the last one is
 // deleted when the conversation detaches or the receiver stops. After a
 // crash, a batch still present may or may not have left, and is sent again
 // byte for byte, a legal redelivery either way.
@@ -78,10 +82,11 @@ func newJournal(client storage.Client, hostPort string) *journal {
 }
 
 // legacyIndexKey is the single index of releases before the buckets.
-func (j *journal) legacyIndexKey() string    { return j.prefix + "conversations" }
-func (j *journal) bucketKey(n int) string    { return fmt.Sprintf("%sconversations/%02x", j.prefix, n) }
-func (j *journal) stateKey(id string) string { return j.prefix + "conversation/" + id + "/state" }
-func (j *journal) batchKey(id string) string { return j.prefix + "conversation/" + id + "/batch" }
+func (j *journal) legacyIndexKey() string      { return j.prefix + "conversations" }
+func (j *journal) bucketKey(n int) string      { return fmt.Sprintf("%sconversations/%02x", j.prefix, n) }
+func (j *journal) stateKey(id string) string   { return j.prefix + "conversation/" + id + "/state" }
+func (j *journal) batchKey(id string) string   { return j.prefix + "conversation/" + id + "/batch" }
+func (j *journal) controlKey(id string) string { return j.prefix + "conversation/" + id + "/control" }
 
 // bucketOf is the index bucket of a conversation id: FNV-1a 32 of the id
 // as the server spells it.
@@ -236,8 +241,8 @@ func (j *journal) pending(ctx context.Context, ids []string) ([]string, error) {
 
 func (j *journal) loadConversation(ctx context.Context, id string) stored {
 	s := stored{id: id}
-	state, batch := storage.GetOperation(j.stateKey(id)), storage.GetOperation(j.batchKey(id))
-	if s.err = j.client.Batch(ctx, state, batch); s.err != nil {
+	state, control, batch := storage.GetOperation(j.stateKey(id)), storage.GetOperation(j.controlKey(id)), storage.GetOperation(j.batchKey(id))
+	if s.err = j.client.Batch(ctx, state, control, batch); s.err != nil {
 		return s
 	}
 	if state.Value == nil {
@@ -246,6 +251,11 @@ func (j *journal) loadConversation(ctx context.Context, id string) stored {
 	}
 	if s.state, s.err = decodeState(state.Value); s.err != nil {
 		return s
+	}
+	if control.Value != nil {
+		if s.state.Control, s.err = decodeControl(control.Value); s.err != nil {
+			return s
+		}
 	}
 	if batch.Value != nil {
 		logs, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(batch.Value)
@@ -258,15 +268,16 @@ func (j *journal) loadConversation(ctx context.Context, id string) stored {
 	return s
 }
 
-// writeAhead persists a conversation's state and the batch about to leave
-// with it, and indexes the conversation the first time. It returns the
-// bytes written, keys included.
-func (j *journal) writeAhead(ctx context.Context, id string, state durableState, pending []byte) (int, error) {
-	raw, err := encodeState(state)
+// writeAhead persists a conversation's state, its control state when it
+// changed (control, nil when not), and the batch about to leave with
+// them, and indexes the conversation the first time. It returns the bytes
+// written, keys included.
+func (j *journal) writeAhead(ctx context.Context, id string, state durableState, control, pending []byte) (int, error) {
+	ops, err := j.stateOps(id, state, control)
 	if err != nil {
 		return 0, err
 	}
-	ops := []*storage.Operation{storage.SetOperation(j.stateKey(id), raw), storage.SetOperation(j.batchKey(id), pending)}
+	ops = append(ops, storage.SetOperation(j.batchKey(id), pending))
 	n := bucketOf(id)
 	// Under the lock, so two new conversations of a bucket cannot drop
 	// each other from it.
@@ -289,18 +300,33 @@ func (j *journal) writeAhead(ctx context.Context, id string, state durableState,
 	return written(ops), nil
 }
 
-// saveState persists a conversation's state alone, between batches, and
-// returns the bytes written, key included.
-func (j *journal) saveState(ctx context.Context, id string, state durableState) (int, error) {
-	raw, err := encodeState(state)
+// saveState persists a conversation's state, and its control state when
+// it changed (control, nil when not), between batches, and returns the
+// bytes written, keys included.
+func (j *journal) saveState(ctx context.Context, id string, state durableState, control []byte) (int, error) {
+	ops, err := j.stateOps(id, state, control)
 	if err != nil {
 		return 0, err
 	}
-	key := j.stateKey(id)
-	if err := j.client.Set(ctx, key, raw); err != nil {
-		return 0, fmt.Errorf("storage: write %s: %w", key, err)
+	if err := j.client.Batch(ctx, ops...); err != nil {
+		return 0, fmt.Errorf("storage: write %s: %w", j.stateKey(id), err)
 	}
-	return len(key) + len(raw), nil
+	return written(ops), nil
+}
+
+// stateOps are the writes of a conversation's state, without its control
+// state, and of that when it changed.
+func (j *journal) stateOps(id string, state durableState, control []byte) ([]*storage.Operation, error) {
+	state.Control = openhandscontrol.State{}
+	raw, err := encodeState(state)
+	if err != nil {
+		return nil, err
+	}
+	ops := []*storage.Operation{storage.SetOperation(j.stateKey(id), raw)}
+	if control != nil {
+		ops = append(ops, storage.SetOperation(j.controlKey(id), control))
+	}
+	return ops, nil
 }
 
 // forget removes a conversation that ended for good: its state, its
@@ -321,7 +347,8 @@ func (j *journal) forget(ctx context.Context, id string) error {
 	}
 	op, err := j.bucketOpLocked(n)
 	if err == nil {
-		err = j.client.Batch(ctx, storage.DeleteOperation(j.stateKey(id)), storage.DeleteOperation(j.batchKey(id)), op)
+		err = j.client.Batch(ctx, storage.DeleteOperation(j.stateKey(id)), storage.DeleteOperation(j.controlKey(id)),
+			storage.DeleteOperation(j.batchKey(id)), op)
 	}
 	if err != nil {
 		if indexed {

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,7 +15,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+
+	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/testing/openhandstest"
 )
@@ -135,9 +142,12 @@ func TestEndedConversationLeavesStorage(t *testing.T) {
 	removals := slices.DeleteFunc(rec.recorded(), func(b recordedBatch) bool { return len(b.deletes) == 0 })
 	prefix := "openhands/" + stub.Addr() + "/"
 	assert.Contains(t, removals, recordedBatch{
-		deletes: []string{prefix + "conversation/" + gone.ID() + "/state", prefix + "conversation/" + gone.ID() + "/batch"},
-		sets:    []string{fmt.Sprintf("%sconversations/%02x", prefix, bucketOf(gone.ID()))},
-	}, "state, batch and index entry go in one storage batch")
+		deletes: []string{
+			prefix + "conversation/" + gone.ID() + "/state", prefix + "conversation/" + gone.ID() + "/control",
+			prefix + "conversation/" + gone.ID() + "/batch",
+		},
+		sets: []string{fmt.Sprintf("%sconversations/%02x", prefix, bucketOf(gone.ID()))},
+	}, "state, control state, batch and index entry go in one storage batch")
 
 	_, err = gone.SetStatus(oh.StatusIdle) // a server showing it again
 	require.NoError(t, err)
@@ -219,7 +229,7 @@ func TestIndexIsBucketed(t *testing.T) {
 	mem := newMemStorage(nil)
 	j := newJournal(memClient{mem}, "h:1")
 	for i := range 1000 {
-		_, err := j.writeAhead(context.Background(), fmt.Sprintf("c%04d", i), durableState{}, []byte("batch"))
+		_, err := j.writeAhead(context.Background(), fmt.Sprintf("c%04d", i), durableState{}, nil, []byte("batch"))
 		require.NoError(t, err)
 	}
 	data := mem.snapshot()
@@ -277,7 +287,7 @@ func TestEndedIDsPerBucketAreBounded(t *testing.T) {
 		}
 	}
 	for _, id := range ids {
-		_, err := j.writeAhead(ctx, id, durableState{}, []byte("batch"))
+		_, err := j.writeAhead(ctx, id, durableState{}, nil, []byte("batch"))
 		require.NoError(t, err)
 		require.NoError(t, j.forget(ctx, id))
 	}
@@ -317,7 +327,7 @@ func TestFailedIndexWriteLeavesTheIndexAsStored(t *testing.T) {
 	}
 	id, sibling := sameBucket[0], sameBucket[1]
 	writeAhead := func(j *journal) error {
-		_, err := j.writeAhead(ctx, id, durableState{}, []byte("batch"))
+		_, err := j.writeAhead(ctx, id, durableState{}, nil, []byte("batch"))
 		return err
 	}
 	for _, tc := range []struct {
@@ -335,7 +345,7 @@ func TestFailedIndexWriteLeavesTheIndexAsStored(t *testing.T) {
 			require.NoError(t, tc.before(j))
 			fail = true
 			require.Error(t, tc.refused(j))
-			_, err := j.writeAhead(ctx, sibling, durableState{}, []byte("batch"))
+			_, err := j.writeAhead(ctx, sibling, durableState{}, nil, []byte("batch"))
 			require.NoError(t, err)
 			live, ended := indexOf(t, mem.snapshot(), "h:1")
 			slices.Sort(live)
@@ -343,4 +353,144 @@ func TestFailedIndexWriteLeavesTheIndexAsStored(t *testing.T) {
 			assert.Empty(t, ended)
 		})
 	}
+}
+
+// countingClient is memClient counting the bytes (keys and values) each
+// key suffix is written with.
+type countingClient struct {
+	memClient
+	mu      sync.Mutex
+	written map[string]int // by the key's last path element
+	sets    map[string]int
+}
+
+func newCountingClient() *countingClient {
+	return &countingClient{memClient: memClient{newMemStorage(nil)}, written: map[string]int{}, sets: map[string]int{}}
+}
+
+func (c *countingClient) Set(ctx context.Context, key string, value []byte) error {
+	return c.Batch(ctx, storage.SetOperation(key, value))
+}
+
+func (c *countingClient) Batch(ctx context.Context, ops ...*storage.Operation) error {
+	c.mu.Lock()
+	for _, op := range ops {
+		if op.Type == storage.Set {
+			kind := op.Key[strings.LastIndex(op.Key, "/")+1:]
+			c.written[kind] += len(op.Key) + len(op.Value)
+			c.sets[kind]++
+		}
+	}
+	c.mu.Unlock()
+	return c.memClient.Batch(ctx, ops...)
+}
+
+// total is the bytes written under every key.
+func (c *countingClient) total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, w := range c.written {
+		n += w
+	}
+	return n
+}
+
+// gatedConversation is a conversation with storage on client and an open
+// control gate, restored with keptDecisions recorded acks: the most
+// control state a conversation carries.
+func gatedConversation(tb testing.TB, client storage.Client) *conversation {
+	tb.Helper()
+	ext, _ := startOpenGate(tb)
+	r, err := newReceiver(createDefaultConfig().(*Config), receivertest.NewNopSettings(componentType), consumertest.NewNop())
+	require.NoError(tb, err)
+	r.storage = client
+	var unregister func()
+	r.newNotes, unregister = ext.(openhandscontrol.Registrar).Register(r.sessions)
+	tb.Cleanup(unregister)
+	base, err := url.Parse("http://127.0.0.1:8000")
+	require.NoError(tb, err)
+	w := r.newServerWatch(&serverClient{name: "offline", base: base, hostPort: "127.0.0.1:8000"}, 1)
+
+	id := oh.NewUUID()
+	state := freshState(1)
+	for i := range 64 {
+		seq := int64(i)
+		ack := &aep.Event{
+			AEP: aep.Version, ID: oh.NewUUID(), Type: "control.accepted", Time: "2026-12-02T09:00:00.000000Z",
+			Source: "aep://openhands/127.0.0.1:8000/" + id, Agent: "openhands", Session: id, Seq: &seq, Epoch: &state.Epoch,
+			Cause: oh.NewUUID(), Severity: aep.SeverityInfo,
+		}
+		state.Control.Decided = append(state.Control.Decided, openhandscontrol.Decision{Source: "aep://ops", ID: ack.Cause, Ack: ack})
+	}
+	c, err := w.open(conversationInfo{ID: id}, &state)
+	require.NoError(tb, err)
+	return c
+}
+
+// emitEvents has c emit n stored events, one batch each.
+func emitEvents(c *conversation, n int) {
+	ctx := context.Background()
+	for i := range n {
+		frame := `{"type":"durable","seq":` + strconv.Itoa(i) + `,"event":` + string(historyEvent(1, i)) + `}`
+		c.receive(ctx, c.handleSessionFrame, []byte(frame), false)
+	}
+}
+
+// TestControlStateIsWrittenWhenItChanges: a conversation's control state
+// (here 64 recorded acks) is written with its first batch, then only when
+// the gate changes it, not with every batch.
+func TestControlStateIsWrittenWhenItChanges(t *testing.T) {
+	client := newCountingClient()
+	c := gatedConversation(t, client)
+	emitEvents(c, 40)
+	assert.Equal(t, 40, client.sets["batch"], "one write-ahead a batch")
+	assert.Equal(t, 1, client.sets["control"], "the control state, unchanged, is written once")
+
+	// Restored, the control state is the one written.
+	j := newJournal(client, "127.0.0.1:8000")
+	s := j.loadConversation(context.Background(), c.id)
+	require.NoError(t, s.err)
+	assert.Len(t, s.state.Control.Decided, 64)
+}
+
+// BenchmarkWriteAheadBytes measures the bytes written to storage per
+// event of a gated conversation holding 64 recorded acks, one event a
+// batch (the worst case: a live conversation's events arrive one by one).
+func BenchmarkWriteAheadBytes(b *testing.B) {
+	client := newCountingClient()
+	c := gatedConversation(b, client)
+	emitEvents(c, 1) // the first write-ahead writes the control state
+	start := client.total()
+	b.ResetTimer()
+	emitEvents(c, b.N)
+	b.ReportMetric(float64(client.total()-start)/float64(b.N), "storage-B/event")
+}
+
+// TestControlStateOfAnOlderReleaseMovesToItsKey: a state stored by a
+// release that kept the control state inline is read with it, and the
+// first batch writes it under its own key, as the state written with it
+// no longer holds it.
+func TestControlStateOfAnOlderReleaseMovesToItsKey(t *testing.T) {
+	ctx := context.Background()
+	client := newCountingClient()
+	c := gatedConversation(t, client)
+	_, control := c.session.snapshotLocked()
+	j := newJournal(client, "127.0.0.1:8000")
+	older := freshState(1)
+	older.Control = control
+	raw, err := encodeState(older)
+	require.NoError(t, err)
+	require.NoError(t, client.Set(ctx, j.stateKey(c.id), raw))
+
+	s := j.loadConversation(ctx, c.id)
+	require.NoError(t, s.err)
+	require.Len(t, s.state.Control.Decided, 64, "read inline")
+	emitEvents(c, 1)
+	stored, err := client.Get(ctx, j.stateKey(c.id))
+	require.NoError(t, err)
+	assert.NotContains(t, string(stored), `"control"`)
+	s = j.loadConversation(ctx, c.id)
+	require.NoError(t, s.err)
+	assert.Len(t, s.state.Control.Decided, 64, "read from its key")
 }

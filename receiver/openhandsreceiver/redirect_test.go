@@ -175,7 +175,7 @@ func TestSocketDialDoesNotFollowRedirects(t *testing.T) {
 	require.NoError(t, err)
 	api := &serverClient{name: "front", base: base, key: testKey, dialer: &websocket.Dialer{HandshakeTimeout: 5 * time.Second}}
 	api.legacyOnly.Store(true)
-	_, _, _, err = api.dialConversation(context.Background(), "3f2c8a4e-1b7d-4c2e-9a51-0d6f7e8b9c10", -1)
+	_, _, _, err = api.dialConversation(context.Background(), "3f2c8a4e-1b7d-4c2e-9a51-0d6f7e8b9c10", -1, false)
 	require.ErrorIs(t, err, websocket.ErrBadHandshake)
 	assert.Contains(t, err.Error(), "307")
 	assert.Zero(t, reached.count("", "/"))

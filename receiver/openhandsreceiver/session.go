@@ -48,6 +48,9 @@ type session struct {
 	// usageWaits counts arms and disarms, to tell a stale one.
 	usageWait  *time.Timer
 	usageWaits uint64
+	// storedControl is the control state in storage, once controlStored.
+	storedControl openhandscontrol.State
+	controlStored bool
 }
 
 // sessionSettings is what the sessions of one agent server share.
@@ -135,6 +138,29 @@ func (s *session) resumeCursor() (seq int64, id string) {
 	return s.durable.Cursor.DurableSeq, s.durable.Cursor.DurableID
 }
 
+// fromEnd reports whether the next attach skips the log it finds
+// (cursor.FromEnd).
+func (s *session) fromEnd() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.durable.Cursor.FromEnd
+}
+
+// skipHistory puts the cursor of a conversation whose history is not
+// read (cursor.FromEnd) at the end of the log its attach found: the
+// session socket's sync through_seq (-1 for an empty log), or the legacy
+// socket's subscribe timestamp (seq -1, ts "" when unknown).
+func (s *session) skipHistory(throughSeq int64, ts string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.durable.Cursor.FromEnd {
+		return
+	}
+	s.durable.Cursor.FromEnd = false
+	s.durable.Cursor.DurableSeq = max(s.durable.Cursor.DurableSeq, throughSeq)
+	s.durable.Cursor.ResumeTS = max(s.durable.Cursor.ResumeTS, ts)
+}
+
 // resumeTS is the newest vendor timestamp of a persisted event processed.
 func (s *session) resumeTS() string {
 	s.mu.Lock()
@@ -172,9 +198,16 @@ func (s *session) storedCount() uint64 {
 // idleExpired reports whether the conversation has sat idle or terminal,
 // with no event, for at least d.
 func (s *session) idleExpired(d time.Duration) bool {
+	since, idle := s.quietSince()
+	return idle && time.Since(since) >= d
+}
+
+// quietSince is when the last vendor event arrived, and whether the
+// status it left is idle or terminal.
+func (s *session) quietSince() (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return mapping.ClosesRuns(s.mapper.Status()) && time.Since(s.lastSeen) >= d
+	return s.lastSeen, mapping.ClosesRuns(s.mapper.Status())
 }
 
 // frameDone emits what is mapped, unless another frame is waiting to join
@@ -467,10 +500,15 @@ func (s *session) writeAheadLocked(ctx context.Context, logs plog.Logs) error {
 	if err != nil {
 		return err
 	}
-	state := s.snapshotLocked()
+	state, control := s.snapshotLocked()
+	rawControl, err := s.controlChangeLocked(control)
+	if err != nil {
+		return err
+	}
 	for attempt := 0; ; attempt++ {
-		written, err := s.journal.writeAhead(ctx, s.id, state, pending)
+		written, err := s.journal.writeAhead(ctx, s.id, state, rawControl, pending)
 		if err == nil {
+			s.controlWrittenLocked(control, rawControl)
 			s.tel.storageWritten.Add(ctx, int64(written))
 			s.consumed = false // the stored batch is this one now
 			return nil

@@ -20,6 +20,9 @@ type sessionFrame struct {
 	Content string
 	Code    string
 	Detail  string
+	// ThroughSeq is a sync frame's last seq of the log, nil when it is
+	// empty.
+	ThroughSeq *int64
 }
 
 // decodeSessionFrame decodes one envelope in one pass (aep.DecodeValue),
@@ -43,10 +46,9 @@ func decodeSessionFrame(raw []byte) (sessionFrame, error) {
 		case "type":
 			err = frameString(name, val, &f.Type)
 		case "seq":
-			var seq int64
-			if err = frameInt(name, val, &seq); err == nil {
-				f.Seq = &seq
-			}
+			f.Seq, err = frameSeq(name, val)
+		case "through_seq":
+			f.ThroughSeq, err = frameSeq(name, val)
 		case "event":
 			f.Event = val
 		case "item_id":
@@ -78,6 +80,15 @@ func frameString(name string, val any, dst *string) error {
 	}
 	*dst = s
 	return nil
+}
+
+// frameSeq reads a seq member.
+func frameSeq(name string, val any) (*int64, error) {
+	var seq int64
+	if err := frameInt(name, val, &seq); err != nil {
+		return nil, err
+	}
+	return &seq, nil
 }
 
 func frameInt[T int | int64](name string, val any, dst *T) error {

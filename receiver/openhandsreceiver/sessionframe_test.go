@@ -19,6 +19,8 @@ func TestDecodeSessionFrame(t *testing.T) {
 			want: sessionFrame{Type: "durable", Seq: &seq, Event: map[string]any{"kind": "ActionEvent", "n": json.Number("1.5")}}},
 		{name: "delta", raw: `{"type":"delta","item_id":"i","attempt":2,"order":3,"kind":"text","content":"hi"}`,
 			want: sessionFrame{Type: "delta", ItemID: "i", Attempt: 2, Order: 3, Kind: "text", Content: "hi"}},
+		{name: "sync", raw: `{"type":"sync","from_seq":null,"through_seq":7}`,
+			want: sessionFrame{Type: "sync", ThroughSeq: &seq}},
 		{name: "error", raw: `{"type":"error","code":"frame_too_large","detail":"d"}`,
 			want: sessionFrame{Type: "error", Code: "frame_too_large", Detail: "d"}},
 		{name: "null members read as absent", raw: `{"type":"transient","seq":null,"event":null,"item_id":null}`,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
@@ -36,9 +37,10 @@ type durableState struct {
 	// batch that carries those acks, so that a command redelivered after a
 	// restart is re-acked, never executed again; and the commands whose
 	// write was made, or about to be, with no ack yet, written before the
-	// write, so that the stream can still decide them. Absent (an older
-	// state, or no gate) means nothing remembered. Taken from the gate's
-	// notes when stored (snapshotLocked).
+	// write, so that the stream can still decide them. Absent means
+	// nothing remembered. Stored under a key of its own when it changes
+	// (journal.go); a state of an older release holds it here, where the
+	// control key, once written, supersedes it.
 	Control openhandscontrol.State `json:"control,omitzero"`
 }
 
@@ -62,6 +64,10 @@ type cursor struct {
 	// ResumeTS is the newest vendor timestamp of a persisted event seen;
 	// the legacy socket pages history from resumeMargin before it.
 	ResumeTS string `json:"resume_ts,omitempty"`
+	// FromEnd is set on a conversation start_at: end leaves the history
+	// of: its first attach reads none of the log it finds, and sets the
+	// cursor at its end.
+	FromEnd bool `json:"from_end,omitempty"`
 	// Recent are the vendor ids of the overlap window (dedupe.go): the
 	// ones a resume can present again, which must be dropped. Taken from
 	// the window when stored (snapshotLocked).
@@ -103,15 +109,60 @@ func decodeState(raw []byte) (durableState, error) {
 	return s, nil
 }
 
-// snapshotLocked is the session's durable state now: its value, with
-// the two parts that keep their own form taken in, the overlap window's
-// ids and the gate's notes. The copy shares its maps with the live state,
-// so it is encoded before s.mu is released. s.mu must be held.
-func (s *session) snapshotLocked() durableState {
+// snapshotLocked is the session's durable state now, and its control
+// state apart: the state's value, with the overlap window's ids, which
+// keep their own form, taken in; the control state is stored under a key
+// of its own, and only when it changed (controlChangeLocked). The copy
+// shares its maps with the live state, so it is encoded before s.mu is
+// released. s.mu must be held.
+func (s *session) snapshotLocked() (durableState, openhandscontrol.State) {
 	state := s.durable
 	state.Cursor.Recent = s.overlap.ids()
-	state.Control = s.notes.State()
-	return state
+	return state, s.notes.State()
+}
+
+// controlChangeLocked is the encoding of control when it differs from
+// the control state last stored, nil when it does not. The first store of
+// a session's life always writes it: a state an older release stored
+// holds it inline, and the state written next does not. s.mu must be held.
+func (s *session) controlChangeLocked(control openhandscontrol.State) ([]byte, error) {
+	if s.controlStored && sameControl(control, s.storedControl) {
+		return nil, nil
+	}
+	return encodeControl(control)
+}
+
+// controlWrittenLocked notes that control is the control state in
+// storage. s.mu must be held.
+func (s *session) controlWrittenLocked(control openhandscontrol.State, raw []byte) {
+	if raw != nil {
+		s.storedControl, s.controlStored = control, true
+	}
+}
+
+// sameControl reports whether two control states are the same: the gate
+// appends a decision (a new ack) or replaces a pending note, never edits
+// one in place.
+func sameControl(a, b openhandscontrol.State) bool {
+	return slices.Equal(a.Pending, b.Pending) && slices.EqualFunc(a.Decided, b.Decided, func(x, y openhandscontrol.Decision) bool {
+		return x.Ack == y.Ack && x.Source == y.Source && x.ID == y.ID && x.Reason == y.Reason
+	})
+}
+
+func encodeControl(control openhandscontrol.State) ([]byte, error) {
+	raw, err := json.Marshal(control)
+	if err != nil {
+		return nil, fmt.Errorf("encode conversation control state: %w", err)
+	}
+	return raw, nil
+}
+
+func decodeControl(raw []byte) (openhandscontrol.State, error) {
+	var control openhandscontrol.State
+	if err := json.Unmarshal(raw, &control); err != nil {
+		return openhandscontrol.State{}, fmt.Errorf("decode conversation control state: %w", err)
+	}
+	return control, nil
 }
 
 // saveStateLocked stores the session's state alone, between batches
@@ -120,11 +171,16 @@ func (s *session) saveStateLocked(ctx context.Context) error {
 	if s.journal == nil {
 		return nil
 	}
-	written, err := s.journal.saveState(ctx, s.id, s.snapshotLocked())
-	if err != nil {
-		s.tel.storageErrors.Add(ctx, 1)
-		return err
+	state, control := s.snapshotLocked()
+	raw, err := s.controlChangeLocked(control)
+	if err == nil {
+		var written int
+		if written, err = s.journal.saveState(ctx, s.id, state, raw); err == nil {
+			s.controlWrittenLocked(control, raw)
+			s.tel.storageWritten.Add(ctx, int64(written))
+			return nil
+		}
 	}
-	s.tel.storageWritten.Add(ctx, int64(written))
-	return nil
+	s.tel.storageErrors.Add(ctx, 1)
+	return err
 }

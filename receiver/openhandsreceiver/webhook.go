@@ -264,8 +264,8 @@ func (w *serverWatch) push(ctx context.Context, stopped <-chan struct{}, p push)
 // not to be observed). A ConversationInfo is observed as if search listed
 // it (status deleting ends the session); an event batch for a
 // conversation not attached is looked up by id first. A new conversation
-// starts its session and attaches if a slot is free; else it waits for
-// the next poll, as the poll's own overflow does.
+// starts its session and attaches if a slot is free; else it waits,
+// queued, as the poll's own overflow does.
 func (w *serverWatch) pushed(ctx context.Context, p push) *conversation {
 	if p.info != nil {
 		w.noteChild(ctx, *p.info) // a pushed child's stop reaches its parent now
@@ -286,7 +286,9 @@ func (w *serverWatch) pushed(ctx context.Context, p push) *conversation {
 		}
 		info = &looked
 	}
-	if w.observe(ctx, *info) && w.freeSlots() > 0 {
+	w.take(ctx, *info)
+	if _, queued := w.waiting[p.id]; queued && w.freeSlots() > 0 {
+		delete(w.waiting, p.id)
 		w.attachOne(ctx, *info)
 	}
 	return w.convs[p.id]

@@ -30,10 +30,16 @@
 // conversations created and deleted, and a start with many live
 // conversations in storage (time, RSS, heap).
 //
+// With -discovery it measures discovery at scale instead (discovery.go):
+// the stub holding thousands of idle conversations, the requests and stub
+// CPU a round costs, and how soon a new conversation, a new event, a
+// deletion are seen.
+//
 // The stub and the relay are fixtures: their CPU is shown, not judged.
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -41,6 +47,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -73,6 +80,11 @@ type options struct {
 
 	churn                            bool
 	churnWave, churnWaves, churnLive int
+
+	// discoverySizes are the idle conversations of each discovery
+	// measurement; status is the one conversations are created in.
+	discoverySizes []int
+	status         string
 }
 
 func main() {
@@ -102,6 +114,7 @@ func main() {
 	flag.IntVar(&o.churnWave, "churn-wave", 5000, "churn: conversations per wave")
 	flag.IntVar(&o.churnWaves, "churn-waves", 4, "churn: waves after the warm-up wave")
 	flag.IntVar(&o.churnLive, "churn-live", 50000, "churn: live conversations in storage at the measured start (0: skip)")
+	discovery := flag.String("discovery", "", "run the discovery benchmark instead, at these numbers of idle conversations (e.g. 1000,10000,50000)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -114,6 +127,10 @@ func main() {
 		err = runSoak(ctx, o)
 	case o.churn:
 		err = runChurn(ctx, o)
+	case *discovery != "":
+		if o.discoverySizes, err = parseSizes(*discovery); err == nil {
+			err = runDiscovery(ctx, o)
+		}
 	default:
 		if o.rates, err = parseRates(rates); err == nil {
 			err = runBench(ctx, o)
@@ -137,16 +154,30 @@ func parseRates(s string) ([]float64, error) {
 	return out, nil
 }
 
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 4 {
+			return nil, fmt.Errorf("-discovery: %q is not a number of conversations of at least 4", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
 // rig is the relay, its subscriber, the stub and our collector.
 type rig struct {
-	dir       string
-	relay     *proc
-	relayURL  string
-	watch     *relayWatch
-	stub      *proc
-	stubURL   string
-	ours      *proc
-	pprofAddr string
+	dir      string
+	relay    *proc
+	relayURL string
+	watch    *relayWatch
+	stub     *proc
+	stubURL  string
+	ours     *proc
+	// oursStarted is when our collector last started.
+	oursStarted time.Time
+	pprofAddr   string
 	// metricsAddr serves the collector's own telemetry (Prometheus).
 	metricsAddr string
 	// storageDir is file_storage's directory, "" without storage.
@@ -212,7 +243,7 @@ func startRig(ctx context.Context, o options, storage bool, rs *receiverStorage)
 	r.stubURL = strings.TrimPrefix(line, "listening ")
 	var ids []string
 	if o.conversations > 0 {
-		if ids, err = r.create(ctx, o.conversations, "running"); err != nil {
+		if ids, err = r.create(ctx, o.conversations, cmp.Or(o.status, "running")); err != nil {
 			return fail(err)
 		}
 	}
@@ -244,7 +275,7 @@ func (r *rig) startOurs(ctx context.Context, o options, name string, rs *receive
 	if err != nil {
 		return err
 	}
-	r.ours = r.keep(ours)
+	r.ours, r.oursStarted = r.keep(ours), time.Now()
 	return awaitListening(ctx, ours, r.pprofAddr)
 }
 

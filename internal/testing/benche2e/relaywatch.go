@@ -15,7 +15,7 @@ import (
 // relayWatch is a consumer of the relay's SSE stream: every tool event
 // that arrives is an arrival of the pipeline under test, timed from its
 // data.vendor_ts; state.snapshot marks a conversation as attached, and
-// session.started and session.ended are marked likewise.
+// session.started, session.ended and tool.requested are marked likewise.
 type relayWatch struct {
 	rec *recorder
 
@@ -26,7 +26,7 @@ type relayWatch struct {
 }
 
 // markedTypes are the event types the watch marks per session.
-var markedTypes = []string{"state.snapshot", "session.started", "session.ended"}
+var markedTypes = []string{"state.snapshot", "session.started", "session.ended", "tool.requested"}
 
 func watchRelay(ctx context.Context, relayURL, token string) (*relayWatch, error) {
 	u, err := url.Parse(relayURL)
@@ -78,12 +78,12 @@ func (w *relayWatch) event(data []byte) {
 	if json.Unmarshal(data, &ev) != nil {
 		return
 	}
-	switch {
-	case w.marked[ev.Type] != nil:
+	if w.marked[ev.Type] != nil {
 		w.mu.Lock()
 		w.marked[ev.Type][ev.Session] = true
 		w.mu.Unlock()
-	case strings.HasPrefix(ev.Type, "tool.") && ev.Data.VendorTS != "":
+	}
+	if strings.HasPrefix(ev.Type, "tool.") && ev.Data.VendorTS != "" {
 		w.rec.addVendor(ev.Data.VendorTS)
 		w.mu.Lock()
 		w.total++

@@ -16,7 +16,8 @@ import (
 // last one repeating); the n-th socket of a conversation gets the n-th
 // recorded socket's server frames, verbatim and in order, then the close
 // the server sent, if it sent one. Conversation search lists every
-// conversation the recording saw, with its last recorded info. One the
+// conversation the recording saw, with its last recorded info, whatever
+// the order asked, and the count and the lookups by id agree with it. One the
 // recording saw deleted ends as the receiver learnt of it live, after every
 // frame: its last socket is closed once its frames are sent, the reconnect
 // is refused 4004 as the real server refuses an unknown id, and from then
@@ -104,21 +105,60 @@ func (r *Replayer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.serveSocket(w, req)
 	case req.Method == http.MethodGet && req.URL.Path == "/api/conversations/search":
 		r.serveSearch(w)
+	case req.Method == http.MethodGet && req.URL.Path == "/api/conversations/count":
+		writeJSON(w, r.count())
+	case req.Method == http.MethodGet && req.URL.Path == "/api/conversations":
+		r.serveBatch(w, req.URL.Query()["ids"])
 	default:
 		r.serveRecorded(w, req)
 	}
 }
 
 func (r *Replayer) serveSearch(w http.ResponseWriter) {
-	r.mu.Lock()
 	items := []json.RawMessage{}
-	for i, id := range r.ids {
-		if !r.refused[id] {
-			items = append(items, r.t.Conversations[i])
+	for _, id := range r.ids {
+		if info, ok := r.listed(id); ok {
+			items = append(items, info)
 		}
 	}
-	r.mu.Unlock()
 	writeJSON(w, map[string]any{"items": items, "next_page_id": nil})
+}
+
+// listed is the last recorded info of conversation id, when search lists
+// it.
+func (r *Replayer) listed(id string) (json.RawMessage, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, recorded := range r.ids {
+		if recorded == id && !r.refused[id] {
+			return r.t.Conversations[i], true
+		}
+	}
+	return nil, false
+}
+
+// count is how many conversations search lists.
+func (r *Replayer) count() int {
+	n := 0
+	for _, id := range r.ids {
+		if _, ok := r.listed(id); ok {
+			n++
+		}
+	}
+	return n
+}
+
+// serveBatch answers GET /api/conversations?ids=...: what search lists of
+// each id, null for the others.
+func (r *Replayer) serveBatch(w http.ResponseWriter, ids []string) {
+	out := make([]json.RawMessage, len(ids))
+	for i, id := range ids {
+		out[i] = json.RawMessage("null")
+		if info, ok := r.listed(id); ok {
+			out[i] = info
+		}
+	}
+	writeJSON(w, out)
 }
 
 func (r *Replayer) serveRecorded(w http.ResponseWriter, req *http.Request) {

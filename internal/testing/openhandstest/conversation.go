@@ -145,12 +145,14 @@ func (s *Server) persistLocked(c *conversation, raw []byte) (Event, error) {
 	}
 	c.index[id] = len(c.log)
 	c.log = append(c.log, se)
-	c.updatedAt = s.cfg.Clock()
+	// As the server's _EventSubscriber: any event but a state update is
+	// activity and moves updated_at; a status change alone does not.
 	if ev.Kind() == KindConversationStateUpdateEvent {
 		if key, _ := ev["key"].(string); key != fullStateKey {
 			c.state[key] = ev["value"]
 		}
 	} else {
+		c.updatedAt = s.cfg.Clock()
 		c.leafID = id
 	}
 	s.publishLocked(c, published{id: id, kind: ev.Kind(), raw: se.raw, wire: se.wire})

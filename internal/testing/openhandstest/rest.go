@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -36,6 +37,7 @@ func (s *Server) routes() http.Handler {
 	api := http.NewServeMux()
 	api.HandleFunc("GET /api/conversations/search", s.handleSearchConversations)
 	api.HandleFunc("GET /api/conversations/count", s.handleCountConversations)
+	api.HandleFunc("GET /api/conversations", s.handleBatchGetConversations)
 	api.HandleFunc("GET /api/conversations/{conversation_id}", s.withConversation(notFoundBare, s.handleGetConversation))
 	api.HandleFunc("POST /api/conversations", s.handleStartConversation)
 	api.HandleFunc("POST /api/conversations/{conversation_id}/pause", s.withConversation(notFoundBare, s.control((*Server).pauseLocked)))
@@ -286,6 +288,43 @@ func (s *Server) handleCountConversations(w http.ResponseWriter, r *http.Request
 	}
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, n)
+}
+
+// maxBatchIDs is batch_get_conversations' max_length.
+const maxBatchIDs = 99
+
+// handleBatchGetConversations is GET /api/conversations?ids=...: the
+// ConversationInfo of each id in order, null for one the server does not
+// have; at least one id, at most maxBatchIDs.
+func (s *Server) handleBatchGetConversations(w http.ResponseWriter, r *http.Request) {
+	raw := r.URL.Query()["ids"]
+	switch {
+	case len(raw) == 0:
+		writeValidationError(w, []any{"query", "ids"}, "missing", "Field required", nil)
+		return
+	case len(raw) > maxBatchIDs:
+		writeValidationError(w, []any{"query", "ids"}, "too_long",
+			fmt.Sprintf("List should have at most %d items after validation, not %d", maxBatchIDs, len(raw)), raw)
+		return
+	}
+	ids := make([]string, len(raw))
+	for i, v := range raw {
+		id, ok := parseUUID(v)
+		if !ok {
+			writeValidationError(w, []any{"query", "ids", i}, "uuid_parsing", "Input should be a valid UUID", v)
+			return
+		}
+		ids[i] = id
+	}
+	s.mu.Lock()
+	out := make([]any, len(ids))
+	for i, id := range ids {
+		if c := s.conversations[id]; c != nil {
+			out[i] = s.conversationInfoLocked(c)
+		}
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleGetConversation(w http.ResponseWriter, _ *http.Request, c *conversation) {

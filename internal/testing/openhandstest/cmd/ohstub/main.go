@@ -8,6 +8,8 @@
 //	load RATE DURATION        → "done <events>"          (tool events at RATE/s in total, round robin)
 //	burst N                   → "done <events>"          (N tool events per conversation, as fast as taken)
 //	large BYTES               → "done <events>"          (one agent message of BYTES per conversation, all at once)
+//	touch ID                  → "done 1"                 (one tool event in conversation ID)
+//	requests                  → "requests <path>=<n> …"  (REST GETs served so far, by path, ids as {id})
 //
 // Tool events alternate a terminal action and its observation, one AEP
 // event each. Every event is stamped with the time it is appended, at
@@ -22,8 +24,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -145,6 +150,10 @@ func (s *stub) do(ctx context.Context, args []string) (string, error) {
 		}
 		n, err := s.load(ctx, rate, d)
 		return fmt.Sprintf("done %d", n), err
+	case args[0] == "touch" && len(args) == 2:
+		return "done 1", s.touch(args[1])
+	case args[0] == "requests" && len(args) == 1:
+		return s.requests(), nil
 	case (args[0] == "burst" || args[0] == "large") && len(args) == 2:
 		n, err := positiveArg(args, "number")
 		if err != nil {
@@ -167,6 +176,39 @@ func positiveArg(args []string, what string) (int, error) {
 		return 0, fmt.Errorf("%s: %q is not a positive %s", args[0], args[1], what)
 	}
 	return n, nil
+}
+
+// touch appends the next tool event of the conversation id.
+func (s *stub) touch(id string) error {
+	for _, c := range s.convs {
+		if c.ID() == id {
+			return c.next()
+		}
+	}
+	return fmt.Errorf("touch: no conversation %s", id)
+}
+
+// requests counts the REST GETs served so far by path, a conversation id
+// in it written {id}.
+func (s *stub) requests() string {
+	counts := map[string]int{}
+	for _, r := range s.server.Requests() {
+		if r.Method != http.MethodGet || !strings.HasPrefix(r.Path, "/api/") {
+			continue
+		}
+		parts := strings.Split(r.Path, "/")
+		for i, p := range parts {
+			if len(p) == 36 && strings.Count(p, "-") == 4 { // the server's conversation ids
+				parts[i] = "{id}"
+			}
+		}
+		counts[strings.Join(parts, "/")]++
+	}
+	out := []string{"requests"}
+	for _, path := range slices.Sorted(maps.Keys(counts)) {
+		out = append(out, fmt.Sprintf("%s=%d", path, counts[path]))
+	}
+	return strings.Join(out, " ")
 }
 
 func (s *stub) create(n int, status string) (string, error) {
