@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/component/componenttest"
 
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/testing/openhandstest"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/targets"
@@ -538,4 +539,19 @@ func TestStaticShardsSpreadTargetConversations(t *testing.T) {
 		}
 		assert.Equal(t, 1, observers, "conversation %s", conv.ID())
 	}
+}
+
+// TestHTTPSDIsJSONOnly: an http_sd answer is JSON, as Prometheus requires;
+// YAML, whose decoder a remote source could keep busy, fails the refresh.
+func TestHTTPSDIsJSONOnly(t *testing.T) {
+	sd := startSDServer(t)
+	cfg := withHTTPSD(targetsConfig(), sd.URL).Targets.HTTPSD[0]
+	src, err := newHTTPSource(context.Background(), componenttest.NewNopHost(), componenttest.NewNopTelemetrySettings(), 0, cfg)
+	require.NoError(t, err)
+	sd.answer(http.StatusOK, []byte("[{targets: [a:1]}]"))
+	assert.ErrorContains(t, src.refresh(context.Background(), 0).err, "not a JSON list of target groups")
+	sd.answer(http.StatusOK, []byte(`[{"targets":["a:1"]}]`))
+	u := src.refresh(context.Background(), 0)
+	require.NoError(t, u.err)
+	assert.Len(t, u.targets, 1)
 }
