@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -310,6 +311,8 @@ func TestKeyLabels(t *testing.T) {
 	outside := filepath.Join(t.TempDir(), "secret")
 	require.NoError(t, os.WriteFile(outside, []byte("not yours"), 0o600))
 	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "link")))
+	require.NoError(t, os.Symlink("a.key", filepath.Join(dir, "inside"))) // a Secret volume's shape
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600))
 	t.Setenv("OPENHANDS_KEY_B", "key-b")
 	t.Setenv("OTHER_SECRET", "not yours")
 	p := &targetPool{cfg: &TargetsConfig{SessionAPIKeyDir: dir, SessionAPIKeyEnvPrefix: "OPENHANDS_KEY_"}}
@@ -323,6 +326,9 @@ func TestKeyLabels(t *testing.T) {
 		{ref: targets.KeyRef{Source: targets.KeyFile, Value: "../" + filepath.Base(filepath.Dir(outside)) + "/secret"}, err: true},
 		{ref: targets.KeyRef{Source: targets.KeyFile, Value: outside}, err: true},
 		{ref: targets.KeyRef{Source: targets.KeyFile, Value: "link"}, err: true},
+		{ref: targets.KeyRef{Source: targets.KeyFile, Value: "inside"}, want: "key-a"},
+		{ref: targets.KeyRef{Source: targets.KeyFile, Value: "fifo"}, err: true}, // and does not block
+		{ref: targets.KeyRef{Source: targets.KeyFile, Value: "."}, err: true},
 		{ref: targets.KeyRef{Source: targets.KeyEnv, Value: "OPENHANDS_KEY_B"}, want: "key-b"},
 		{ref: targets.KeyRef{Source: targets.KeyEnv, Value: "OTHER_SECRET"}, err: true},
 		{ref: targets.KeyRef{}, want: ""},
