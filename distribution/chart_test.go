@@ -160,6 +160,24 @@ func TestChart(t *testing.T) {
 	}
 }
 
+// TestChartTargetAllocatorShape: replicas fed by the Target Allocator's
+// http_sd are not sharded again (that would leave most of what each is
+// given observed by none), and each knows its pod name, the allocator's
+// collector_id.
+func TestChartTargetAllocatorShape(t *testing.T) {
+	r := renderChart(t, chartWithCockpit(t, nil), map[string]any{"replicas": 3, "shardByOrdinal": false})
+	cfg := parseCollectorConfig(t, []byte(configMapData(t, r, "config.yaml")))
+	if got := cfg.Receivers.OpenHands.Shard; got != nil {
+		t.Errorf("shard %v, want none with shardByOrdinal false", got)
+	}
+	c := r.statefulSets[0].Spec.Template.Spec.Containers[0]
+	if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+		return e.Name == "POD_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name"
+	}) {
+		t.Errorf("env %+v: want POD_NAME from metadata.name", c.Env)
+	}
+}
+
 // TestChartOptionalParts: no cockpit file (this branch), no dashboard
 // and no PrometheusRule; a cluster without the Prometheus Operator, no
 // PrometheusRule and no ServiceMonitor (an install would fail on their
