@@ -326,6 +326,7 @@ func (p *targetPool) retire(ctx context.Context, wt *watchedTarget, end bool) {
 	wt.watch.release(ctx, end)
 	delete(p.watched, wt.target.ID)
 	p.r.forgetHealth(wt.watch.api.name)
+	p.r.tel.forgetServer(wt.watch.api.name)
 }
 
 // stopAll stops every watch at shutdown: as for a static server, its

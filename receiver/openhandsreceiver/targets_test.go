@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/testing/openhandstest"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/targets"
@@ -560,4 +561,36 @@ func TestHTTPSDIsJSONOnly(t *testing.T) {
 	u := src.refresh(context.Background(), 0)
 	require.NoError(t, u.err)
 	assert.Len(t, u.targets, 1)
+}
+
+// TestRetiredTargetLeavesNoServerUp: a killed target retired past grace
+// takes its otelcol_openhands_server_up with it (its last 0 would keep
+// the unreachable alert firing, and a fleet's series would only grow).
+func TestRetiredTargetLeavesNoServerUp(t *testing.T) {
+	a := startKeyedStub(t, "key-a")
+	conv := createConversation(t, a.Server)
+	file := newSDFile(t, "agents.json")
+	file.write(a.group("red"))
+	h := startHarness(t, withFileSD(targetsConfig(), file.path))
+	h.waitLive(conv, 1)
+	serverUp := func() bool {
+		m, err := h.tel.GetMetric("otelcol_openhands_server_up")
+		if err != nil {
+			return false // no server has a series
+		}
+		for _, dp := range m.Data.(metricdata.Gauge[int64]).DataPoints {
+			if v, _ := dp.Attributes.Value("server"); v.AsString() == a.URL() {
+				return true
+			}
+		}
+		return false
+	}
+	require.True(t, serverUp())
+	a.Close()
+	file.write()
+	h.waitTypes(conv.ID(), "session.ended")
+	require.Eventually(t, func() bool {
+		return h.metric("otelcol_openhands_targets", "state", "draining") == 0
+	}, waitFor, tick)
+	assert.False(t, serverUp(), "the retired target's server_up is gone")
 }
