@@ -236,8 +236,11 @@ func TestHTTPSDFailingSourceEndsNothing(t *testing.T) {
 		{http.StatusOK, "not json"},
 		{http.StatusOK, `[{"targets":[],"labels":{"pad":"` + strings.Repeat("x", 5000) + `"}}]`},
 	} {
+		failed := h.metric("otelcol_openhands_target_refreshes", "outcome", "failed")
 		sd.answer(fail.status, []byte(fail.body))
-		time.Sleep(200 * time.Millisecond) // several refreshes of the failing source
+		require.Eventually(t, func() bool {
+			return h.metric("otelcol_openhands_target_refreshes", "outcome", "failed") >= failed+3
+		}, waitFor, tick, "several refreshes of the failing source (%d: %.20s)", fail.status, fail.body)
 	}
 	mustAppend(t, conv, oh.MessageEvent("user", "still observed"))
 	h.waitTypes(conv.ID(), "x.openhands.message.event")
