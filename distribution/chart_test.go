@@ -97,10 +97,13 @@ func TestChart(t *testing.T) {
 	for _, p := range c.Ports {
 		ports[p.Name] = p.ContainerPort
 	}
-	for name, probe := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
+	for name, probe := range map[string]*corev1.Probe{"startup": c.StartupProbe, "liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
 		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != "/status" || probe.HTTPGet.Port.StrVal != "health" {
 			t.Errorf("%s probe %+v, want GET /status on the health port", name, probe)
 		}
+	}
+	if p := c.StartupProbe; p != nil && p.PeriodSeconds*p.FailureThreshold < 300 {
+		t.Errorf("startup probe gives %ds, want at least 5 minutes for a start that compacts file_storage", p.PeriodSeconds*p.FailureThreshold)
 	}
 	if pod.SecurityContext == nil || pod.SecurityContext.RunAsUser == nil || *pod.SecurityContext.RunAsUser != ImageUID ||
 		pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot {
