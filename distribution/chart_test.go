@@ -97,10 +97,13 @@ func TestChart(t *testing.T) {
 	for _, p := range c.Ports {
 		ports[p.Name] = p.ContainerPort
 	}
-	for name, probe := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
+	for name, probe := range map[string]*corev1.Probe{"startup": c.StartupProbe, "liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
 		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != "/status" || probe.HTTPGet.Port.StrVal != "health" {
 			t.Errorf("%s probe %+v, want GET /status on the health port", name, probe)
 		}
+	}
+	if p := c.StartupProbe; p != nil && p.PeriodSeconds*p.FailureThreshold < 300 {
+		t.Errorf("startup probe gives %ds, want at least 5 minutes for a start that compacts file_storage", p.PeriodSeconds*p.FailureThreshold)
 	}
 	if pod.SecurityContext == nil || pod.SecurityContext.RunAsUser == nil || *pod.SecurityContext.RunAsUser != ImageUID ||
 		pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot {
@@ -157,6 +160,24 @@ func TestChart(t *testing.T) {
 	if len(groups) != 1 || groups[0].Name != "otelcol-openhands-fixture" || len(groups[0].Rules) != 1 ||
 		groups[0].Rules[0].Alert != "FixtureAlert" || groups[0].Rules[0].Expr.String() != `up{job="otelcol-openhands"} == 0` {
 		t.Errorf("PrometheusRule groups %+v, want the fixture's", groups)
+	}
+}
+
+// TestChartTargetAllocatorShape: replicas fed by the Target Allocator's
+// http_sd are not sharded again (that would leave most of what each is
+// given observed by none), and each knows its pod name, the allocator's
+// collector_id.
+func TestChartTargetAllocatorShape(t *testing.T) {
+	r := renderChart(t, chartWithCockpit(t, nil), map[string]any{"replicas": 3, "shardByOrdinal": false})
+	cfg := parseCollectorConfig(t, []byte(configMapData(t, r, "config.yaml")))
+	if got := cfg.Receivers.OpenHands.Shard; got != nil {
+		t.Errorf("shard %v, want none with shardByOrdinal false", got)
+	}
+	c := r.statefulSets[0].Spec.Template.Spec.Containers[0]
+	if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+		return e.Name == "POD_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name"
+	}) {
+		t.Errorf("env %+v: want POD_NAME from metadata.name", c.Env)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -325,6 +326,7 @@ func (p *targetPool) retire(ctx context.Context, wt *watchedTarget, end bool) {
 	wt.watch.release(ctx, end)
 	delete(p.watched, wt.target.ID)
 	p.r.forgetHealth(wt.watch.api.name)
+	p.r.tel.forgetServer(wt.watch.api.name)
 }
 
 // stopAll stops every watch at shutdown: as for a static server, its
@@ -359,11 +361,16 @@ func (p *targetPool) keyOf(ref targets.KeyRef) (configopaque.String, error) {
 			return "", err
 		}
 		defer root.Close()
-		f, err := root.Open(ref.Value)
+		// O_NONBLOCK: a FIFO named by a label must not block the pool's
+		// one goroutine on its open; it is then refused as not a file.
+		f, err := root.OpenFile(ref.Value, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			return "", err
 		}
 		defer f.Close()
+		if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+			return "", errors.New("the key file is not a regular file")
+		}
 		data, err := readBounded(f, maxKeyBytes, "key file")
 		if err != nil {
 			return "", err

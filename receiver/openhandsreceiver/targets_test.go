@@ -12,12 +12,15 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/testing/openhandstest"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/targets"
@@ -233,8 +236,11 @@ func TestHTTPSDFailingSourceEndsNothing(t *testing.T) {
 		{http.StatusOK, "not json"},
 		{http.StatusOK, `[{"targets":[],"labels":{"pad":"` + strings.Repeat("x", 5000) + `"}}]`},
 	} {
+		failed := h.metric("otelcol_openhands_target_refreshes", "outcome", "failed")
 		sd.answer(fail.status, []byte(fail.body))
-		time.Sleep(200 * time.Millisecond) // several refreshes of the failing source
+		require.Eventually(t, func() bool {
+			return h.metric("otelcol_openhands_target_refreshes", "outcome", "failed") >= failed+3
+		}, waitFor, tick, "several refreshes of the failing source (%d: %.20s)", fail.status, fail.body)
 	}
 	mustAppend(t, conv, oh.MessageEvent("user", "still observed"))
 	h.waitTypes(conv.ID(), "x.openhands.message.event")
@@ -309,6 +315,8 @@ func TestKeyLabels(t *testing.T) {
 	outside := filepath.Join(t.TempDir(), "secret")
 	require.NoError(t, os.WriteFile(outside, []byte("not yours"), 0o600))
 	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "link")))
+	require.NoError(t, os.Symlink("a.key", filepath.Join(dir, "inside"))) // a Secret volume's shape
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600))
 	t.Setenv("OPENHANDS_KEY_B", "key-b")
 	t.Setenv("OTHER_SECRET", "not yours")
 	p := &targetPool{cfg: &TargetsConfig{SessionAPIKeyDir: dir, SessionAPIKeyEnvPrefix: "OPENHANDS_KEY_"}}
@@ -322,6 +330,9 @@ func TestKeyLabels(t *testing.T) {
 		{ref: targets.KeyRef{Source: targets.KeyFile, Value: "../" + filepath.Base(filepath.Dir(outside)) + "/secret"}, err: true},
 		{ref: targets.KeyRef{Source: targets.KeyFile, Value: outside}, err: true},
 		{ref: targets.KeyRef{Source: targets.KeyFile, Value: "link"}, err: true},
+		{ref: targets.KeyRef{Source: targets.KeyFile, Value: "inside"}, want: "key-a"},
+		{ref: targets.KeyRef{Source: targets.KeyFile, Value: "fifo"}, err: true}, // and does not block
+		{ref: targets.KeyRef{Source: targets.KeyFile, Value: "."}, err: true},
 		{ref: targets.KeyRef{Source: targets.KeyEnv, Value: "OPENHANDS_KEY_B"}, want: "key-b"},
 		{ref: targets.KeyRef{Source: targets.KeyEnv, Value: "OTHER_SECRET"}, err: true},
 		{ref: targets.KeyRef{}, want: ""},
@@ -538,4 +549,51 @@ func TestStaticShardsSpreadTargetConversations(t *testing.T) {
 		}
 		assert.Equal(t, 1, observers, "conversation %s", conv.ID())
 	}
+}
+
+// TestHTTPSDIsJSONOnly: an http_sd answer is JSON, as Prometheus requires;
+// YAML, whose decoder a remote source could keep busy, fails the refresh.
+func TestHTTPSDIsJSONOnly(t *testing.T) {
+	sd := startSDServer(t)
+	cfg := withHTTPSD(targetsConfig(), sd.URL).Targets.HTTPSD[0]
+	src, err := newHTTPSource(context.Background(), componenttest.NewNopHost(), componenttest.NewNopTelemetrySettings(), 0, cfg)
+	require.NoError(t, err)
+	sd.answer(http.StatusOK, []byte("[{targets: [a:1]}]"))
+	assert.ErrorContains(t, src.refresh(context.Background(), 0).err, "not a JSON list of target groups")
+	sd.answer(http.StatusOK, []byte(`[{"targets":["a:1"]}]`))
+	u := src.refresh(context.Background(), 0)
+	require.NoError(t, u.err)
+	assert.Len(t, u.targets, 1)
+}
+
+// TestRetiredTargetLeavesNoServerUp: a killed target retired past grace
+// takes its otelcol_openhands_server_up with it (its last 0 would keep
+// the unreachable alert firing, and a fleet's series would only grow).
+func TestRetiredTargetLeavesNoServerUp(t *testing.T) {
+	a := startKeyedStub(t, "key-a")
+	conv := createConversation(t, a.Server)
+	file := newSDFile(t, "agents.json")
+	file.write(a.group("red"))
+	h := startHarness(t, withFileSD(targetsConfig(), file.path))
+	h.waitLive(conv, 1)
+	serverUp := func() bool {
+		m, err := h.tel.GetMetric("otelcol_openhands_server_up")
+		if err != nil {
+			return false // no server has a series
+		}
+		for _, dp := range m.Data.(metricdata.Gauge[int64]).DataPoints {
+			if v, _ := dp.Attributes.Value("server"); v.AsString() == a.URL() {
+				return true
+			}
+		}
+		return false
+	}
+	require.True(t, serverUp())
+	a.Close()
+	file.write()
+	h.waitTypes(conv.ID(), "session.ended")
+	require.Eventually(t, func() bool {
+		return h.metric("otelcol_openhands_targets", "state", "draining") == 0
+	}, waitFor, tick)
+	assert.False(t, serverUp(), "the retired target's server_up is gone")
 }

@@ -215,7 +215,7 @@ func newHTTPSource(ctx context.Context, host component.Host, set component.Telem
 			if err != nil {
 				return nil, err
 			}
-			return targets.Parse(doc, sourceLimits(l))
+			return targets.ParseJSON(doc, sourceLimits(l))
 		},
 	}, nil
 }

@@ -168,6 +168,15 @@ func (t *telemetry) searched(server string, answered bool) {
 	t.serversMu.Unlock()
 }
 
+// forgetServer drops a retired target's otelcol_openhands_server_up: a
+// fleet's sandboxes come and go by the thousand, and a killed one's last
+// 0 would hold OpenHandsServerUnreachable firing for good.
+func (t *telemetry) forgetServer(server string) {
+	t.serversMu.Lock()
+	delete(t.serversUp, server)
+	t.serversMu.Unlock()
+}
+
 func (t *telemetry) observeServersUp(_ context.Context, o metric.Int64Observer) error {
 	t.serversMu.Lock()
 	defer t.serversMu.Unlock()

@@ -21,11 +21,14 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 
 {{/*
 The collector's configuration: values.config with the receiver's shard
-(the pod ordinal of SHARD_INDEX, count = replicas).
+(the pod ordinal of SHARD_INDEX, count = replicas) unless shardByOrdinal
+is false.
 */}}
 {{- define "otelcol-openhands.config" -}}
 {{- $config := deepCopy .Values.config -}}
 {{- $openhands := required "config.receivers.openhands is required" (dig "receivers" "openhands" nil $config) -}}
+{{- if .Values.shardByOrdinal -}}
 {{- $_ := set $openhands "shard" (dict "index" "${env:SHARD_INDEX}" "count" (int .Values.replicas)) -}}
+{{- end -}}
 {{- toYaml $config -}}
 {{- end -}}

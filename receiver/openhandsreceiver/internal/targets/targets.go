@@ -99,24 +99,63 @@ type Limits struct {
 // labelName is a Prometheus label name.
 var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
-// Parse reads a service-discovery document: a JSON array, or YAML (which
-// file_sd also accepts). A document over a limit, or with a label name
+// Parse reads a file_sd document: a JSON array, or YAML (which file_sd
+// also accepts). A document over a limit, or with a label name
 // Prometheus would refuse, is refused whole, as Prometheus does: the
 // caller keeps its last good set.
 func Parse(data []byte, lim Limits) ([]Group, error) {
-	var groups []Group
 	trimmed := bytes.TrimSpace(data)
 	// JSON, the common case, decodes fast; YAML (a superset) takes the rest.
-	if len(trimmed) == 0 || trimmed[0] != '[' || json.Unmarshal(trimmed, &groups) != nil {
-		groups = nil
-		if err := yaml.Unmarshal(trimmed, &groups); err != nil {
-			return nil, fmt.Errorf("not a list of target groups: %w", err)
-		}
+	var groups []Group
+	if len(trimmed) > 0 && trimmed[0] == '[' && json.Unmarshal(trimmed, &groups) == nil {
+		return groups, lim.check(groups)
 	}
-	if err := lim.check(groups); err != nil {
+	return parseYAML(trimmed, lim)
+}
+
+// ParseJSON reads an http_sd answer: JSON only, as Prometheus requires,
+// so a remote source never reaches the YAML decoder.
+func ParseJSON(data []byte, lim Limits) ([]Group, error) {
+	var groups []Group
+	if err := json.Unmarshal(data, &groups); err != nil {
+		return nil, fmt.Errorf("not a JSON list of target groups: %w", err)
+	}
+	return groups, lim.check(groups)
+}
+
+// parseYAML holds every mapping of the document to MaxLabels keys before
+// decoding it: the YAML decoder compares a mapping's keys pairwise, so
+// one mapping of a million keys (8 MiB) would take it many minutes.
+func parseYAML(data []byte, lim Limits) ([]Group, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("not a list of target groups: %w", err)
+	}
+	if doc.Kind == 0 {
+		return nil, nil // an empty document lists no targets
+	}
+	if err := lim.checkMappings(&doc); err != nil {
 		return nil, err
 	}
-	return groups, nil
+	var groups []Group
+	if err := doc.Decode(&groups); err != nil {
+		return nil, fmt.Errorf("not a list of target groups: %w", err)
+	}
+	return groups, lim.check(groups)
+}
+
+// checkMappings refuses a mapping of more keys than a group's labels may
+// have. An alias is not followed: its anchor is checked where it stands.
+func (lim Limits) checkMappings(n *yaml.Node) error {
+	if n.Kind == yaml.MappingNode && len(n.Content)/2 > max(lim.MaxLabels, 2) {
+		return fmt.Errorf("line %d: a mapping of more than %d keys", n.Line, max(lim.MaxLabels, 2))
+	}
+	for _, c := range n.Content {
+		if err := lim.checkMappings(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // check holds groups to the limits.

@@ -1,8 +1,10 @@
 package targets
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -41,6 +43,37 @@ func TestParse(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
+}
+
+// TestParseYAMLRefusesAWideMappingBeforeDecoding: the YAML decoder
+// compares a mapping's keys pairwise; a 2 MiB mapping of 200,000 keys took
+// it about a minute (8 MiB: a quarter of an hour) before the limits were
+// held. Held to them first, it is refused in well under a second.
+func TestParseYAMLRefusesAWideMappingBeforeDecoding(t *testing.T) {
+	var doc strings.Builder
+	doc.WriteString("- targets: [a:1]\n  labels:\n")
+	for i := range 200_000 {
+		fmt.Fprintf(&doc, "    l%d: x\n", i)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Parse([]byte(doc.String()), lim)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		assert.ErrorContains(t, err, "a mapping of more than 4 keys")
+	case <-time.After(20 * time.Second):
+		t.Fatal("a wide YAML mapping was decoded before the limits were held")
+	}
+}
+
+func TestParseJSONRefusesYAML(t *testing.T) {
+	_, err := ParseJSON([]byte("[{targets: [a:1]}]"), lim)
+	assert.ErrorContains(t, err, "not a JSON list of target groups")
+	got, err := ParseJSON([]byte(`[{"targets":["a:1"]}]`), lim)
+	require.NoError(t, err)
+	assert.Equal(t, []Group{{Targets: []string{"a:1"}}}, got)
 }
 
 func TestResolve(t *testing.T) {
