@@ -426,29 +426,21 @@ func validateConfig(t *testing.T, config string, env ...string) {
 	}
 }
 
-// targetAllocatorValues turn the Target Allocator shape on, with agent
-// servers discovered as pods in a namespace of their own and their keys
-// in a Secret.
-func targetAllocatorValues() map[string]any {
-	return map[string]any{
-		"replicas": 3,
-		"targetAllocator": map[string]any{
-			"enabled": true,
-			"scrapeConfigs": []any{map[string]any{
-				"job_name": "openhands",
-				"kubernetes_sd_configs": []any{map[string]any{
-					"role":       "pod",
-					"namespaces": map[string]any{"names": []any{"openhands-sandboxes"}},
-				}},
-				"relabel_configs": []any{map[string]any{
-					"source_labels": []any{"__meta_kubernetes_pod_label_app"},
-					"regex":         "agent-server",
-					"action":        "keep",
-				}},
-			}},
-			"sessionKeysSecret": "openhands-session-keys",
-		},
+// targetAllocatorValues are the chart's example values for the Target
+// Allocator shape (the README points at them): a job "openhands" over an
+// http_sd list of keyed agent servers, their key files in a Secret, and a
+// job "openhands-keyless" over agent-server pods in openhands-sandboxes.
+func targetAllocatorValues(t *testing.T) map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(chartDir, "examples", "values-target-allocator.yaml"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	var values map[string]any
+	if err := yaml.UnmarshalStrict(raw, &values); err != nil {
+		t.Fatal(err)
+	}
+	return values
 }
 
 // targetAllocatorConfig mirrors the fields of the Target Allocator's
@@ -472,7 +464,7 @@ type targetAllocatorConfig struct {
 // and no static server, finds the key files where the Secret is mounted;
 // the built collector validates the configuration.
 func TestChartTargetAllocator(t *testing.T) {
-	r := renderChart(t, chartWithCockpit(t, nil), targetAllocatorValues(), operatorAPIs...)
+	r := renderChart(t, chartWithCockpit(t, nil), targetAllocatorValues(t), operatorAPIs...)
 	if len(r.statefulSets) != 1 || len(r.deployments) != 1 || len(r.services) != 2 || len(r.serviceAccounts) != 1 {
 		t.Fatalf("rendered %d StatefulSets, %d Deployments, %d Services, %d ServiceAccounts; want 1, 1, 2, 1",
 			len(r.statefulSets), len(r.deployments), len(r.services), len(r.serviceAccounts))
@@ -492,8 +484,8 @@ func TestChartTargetAllocator(t *testing.T) {
 			collectors, sts.Spec.Template.Labels, ta.Spec.Template.Labels)
 	}
 	if taCfg.CollectorNamespace != releaseNamespace || taCfg.AllocationStrategy != "consistent-hashing" ||
-		len(taCfg.Config.ScrapeConfigs) != 1 || taCfg.Config.ScrapeConfigs[0]["job_name"] != "openhands" {
-		t.Errorf("allocator configuration %+v: want the release's namespace, consistent-hashing and the openhands job", taCfg)
+		taCfg.FilterStrategy != "relabel-config" || len(taCfg.Config.ScrapeConfigs) != 2 {
+		t.Errorf("allocator configuration %+v: want the release's namespace, consistent-hashing, relabel-config and the example's two jobs", taCfg)
 	}
 
 	taPod := ta.Spec.Template.Spec
@@ -539,9 +531,15 @@ func TestChartTargetAllocator(t *testing.T) {
 	if oh.Shard != nil || oh.Servers != nil {
 		t.Errorf("shard %v, servers %v: the allocator shares the servers out, a replica takes no shard and no static server", oh.Shard, oh.Servers)
 	}
-	want := "http://" + taService.Name + "/jobs/openhands/targets?collector_id=${env:POD_NAME}"
-	if len(oh.Targets.HTTPSD) != 1 || oh.Targets.HTTPSD[0].Endpoint != want {
-		t.Errorf("http_sd %+v, want one at %s", oh.Targets.HTTPSD, want)
+	var endpoints []string
+	for _, sd := range oh.Targets.HTTPSD {
+		endpoints = append(endpoints, sd.Endpoint)
+	}
+	if want := []string{
+		"http://" + taService.Name + "/jobs/openhands/targets?collector_id=${env:POD_NAME}",
+		"http://" + taService.Name + "/jobs/openhands-keyless/targets?collector_id=${env:POD_NAME}",
+	}; !slices.Equal(endpoints, want) {
+		t.Errorf("http_sd at %v, want one per job: %v", endpoints, want)
 	}
 	keysVolume := ""
 	for _, v := range pod.Volumes {
@@ -595,13 +593,13 @@ func TestChartTargetAllocatorRefused(t *testing.T) {
 			v["config"] = map[string]any{"receivers": map[string]any{"openhands": map[string]any{"shard": map[string]any{"count": 3}}}}
 		}, wantErr: "config.receivers.openhands.shard: leave it out"},
 		{name: "kubernetes_sd in every namespace", edit: func(v map[string]any) {
-			delete(job(v)["kubernetes_sd_configs"].([]any)[0].(map[string]any), "namespaces")
-		}, wantErr: "must name its namespaces"},
-		{name: "a job name that is no path segment", edit: func(v map[string]any) { job(v)["job_name"] = "open hands/x" }, wantErr: "letters, digits"},
+			delete(job(v, 1)["kubernetes_sd_configs"].([]any)[0].(map[string]any), "namespaces")
+		}, wantErr: "openhands-keyless: kubernetes_sd_configs must name its namespaces"},
+		{name: "a job name that is no path segment", edit: func(v map[string]any) { job(v, 0)["job_name"] = "open hands/x" }, wantErr: "letters, digits"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			values := targetAllocatorValues()
+			values := targetAllocatorValues(t)
 			tt.edit(values)
 			_, err := renderManifests(t, chart, values)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -611,8 +609,8 @@ func TestChartTargetAllocatorRefused(t *testing.T) {
 	}
 }
 
-// ta and job are the targetAllocator values and their first scrape job.
+// ta and job are the targetAllocator values and their i-th scrape job.
 func ta(values map[string]any) map[string]any { return values["targetAllocator"].(map[string]any) }
-func job(values map[string]any) map[string]any {
-	return ta(values)["scrapeConfigs"].([]any)[0].(map[string]any)
+func job(values map[string]any, i int) map[string]any {
+	return ta(values)["scrapeConfigs"].([]any)[i].(map[string]any)
 }
