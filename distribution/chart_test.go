@@ -16,10 +16,16 @@ import (
 	"helm.sh/helm/v3/pkg/engine"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 )
 
 var chartDir = filepath.Join(repoRoot, "charts", Name)
+
+// releaseNamespace is where the tests install the chart.
+const releaseNamespace = "observability"
 
 const (
 	fixtureDashboard = `{"title": "otelcol-openhands fixture", "panels": [], "schemaVersion": 39}`
@@ -38,8 +44,12 @@ const (
 // type (an unknown or misplaced field fails the decode).
 type rendered struct {
 	statefulSets    []appsv1.StatefulSet
+	deployments     []appsv1.Deployment
 	configMaps      []corev1.ConfigMap
 	services        []corev1.Service
+	serviceAccounts []corev1.ServiceAccount
+	roles           []rbacv1.Role
+	roleBindings    []rbacv1.RoleBinding
 	prometheusRules []monitoringv1.PrometheusRule
 	serviceMonitors []monitoringv1.ServiceMonitor
 }
@@ -67,6 +77,10 @@ func TestChart(t *testing.T) {
 
 	if len(r.statefulSets) != 1 {
 		t.Fatalf("%d StatefulSets, want 1", len(r.statefulSets))
+	}
+	if len(r.deployments)+len(r.serviceAccounts)+len(r.roles)+len(r.roleBindings) != 0 {
+		t.Errorf("the default renders a Target Allocator: %d Deployments, %d ServiceAccounts, %d Roles, %d RoleBindings",
+			len(r.deployments), len(r.serviceAccounts), len(r.roles), len(r.roleBindings))
 	}
 	sts := r.statefulSets[0]
 	if sts.Spec.Replicas == nil || *sts.Spec.Replicas != 3 {
@@ -160,24 +174,6 @@ func TestChart(t *testing.T) {
 	if len(groups) != 1 || groups[0].Name != "otelcol-openhands-fixture" || len(groups[0].Rules) != 1 ||
 		groups[0].Rules[0].Alert != "FixtureAlert" || groups[0].Rules[0].Expr.String() != `up{job="otelcol-openhands"} == 0` {
 		t.Errorf("PrometheusRule groups %+v, want the fixture's", groups)
-	}
-}
-
-// TestChartTargetAllocatorShape: replicas fed by the Target Allocator's
-// http_sd are not sharded again (that would leave most of what each is
-// given observed by none), and each knows its pod name, the allocator's
-// collector_id.
-func TestChartTargetAllocatorShape(t *testing.T) {
-	r := renderChart(t, chartWithCockpit(t, nil), map[string]any{"replicas": 3, "shardByOrdinal": false})
-	cfg := parseCollectorConfig(t, []byte(configMapData(t, r, "config.yaml")))
-	if got := cfg.Receivers.OpenHands.Shard; got != nil {
-		t.Errorf("shard %v, want none with shardByOrdinal false", got)
-	}
-	c := r.statefulSets[0].Spec.Template.Spec.Containers[0]
-	if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
-		return e.Name == "POD_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name"
-	}) {
-		t.Errorf("env %+v: want POD_NAME from metadata.name", c.Env)
 	}
 }
 
@@ -325,20 +321,7 @@ func chartWithCockpit(t *testing.T, files map[string]string) string {
 // manifest strictly.
 func renderChart(t *testing.T, dir string, values map[string]any, apis ...string) rendered {
 	t.Helper()
-	c, err := loader.LoadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	caps := *chartutil.DefaultCapabilities
-	caps.APIVersions = append(slices.Clone(chartutil.DefaultVersionSet), apis...)
-	vals, err := chartutil.ToRenderValues(c, values, chartutil.ReleaseOptions{Name: Name, Namespace: "observability", IsInstall: true}, &caps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := engine.Render(c, vals)
+	out, err := renderManifests(t, dir, values, apis...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,6 +343,14 @@ func renderChart(t *testing.T, dir string, values map[string]any, apis ...string
 			switch meta.APIVersion + " " + meta.Kind {
 			case "apps/v1 StatefulSet":
 				obj = appendNew(&r.statefulSets)
+			case "apps/v1 Deployment":
+				obj = appendNew(&r.deployments)
+			case "v1 ServiceAccount":
+				obj = appendNew(&r.serviceAccounts)
+			case "rbac.authorization.k8s.io/v1 Role":
+				obj = appendNew(&r.roles)
+			case "rbac.authorization.k8s.io/v1 RoleBinding":
+				obj = appendNew(&r.roleBindings)
 			case "v1 ConfigMap":
 				obj = appendNew(&r.configMaps)
 			case "v1 Service":
@@ -377,6 +368,27 @@ func renderChart(t *testing.T, dir string, values map[string]any, apis ...string
 		}
 	}
 	return r
+}
+
+// renderManifests renders the chart at dir as renderChart does and
+// returns the manifests by template, or the render's error (a `fail` or
+// `required` of the chart).
+func renderManifests(t *testing.T, dir string, values map[string]any, apis ...string) (map[string]string, error) {
+	t.Helper()
+	c, err := loader.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	caps := *chartutil.DefaultCapabilities
+	caps.APIVersions = append(slices.Clone(chartutil.DefaultVersionSet), apis...)
+	vals, err := chartutil.ToRenderValues(c, values, chartutil.ReleaseOptions{Name: Name, Namespace: releaseNamespace, IsInstall: true}, &caps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engine.Render(c, vals)
 }
 
 // appendNew appends a zero T to list and returns it, to be decoded into.
@@ -415,4 +427,193 @@ func validateConfig(t *testing.T, config string, env ...string) {
 	if err := cmd.Run(); err != nil {
 		t.Errorf("otelcol-openhands validate: %v\n%s\n%s", err, out.String(), config)
 	}
+}
+
+// targetAllocatorValues are the chart's example values for the Target
+// Allocator shape (the README points at them): a job "openhands" over an
+// http_sd list of keyed agent servers, their key files in a Secret, and a
+// job "openhands-keyless" over agent-server pods in openhands-sandboxes.
+func targetAllocatorValues(t *testing.T) map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(chartDir, "examples", "values-target-allocator.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values map[string]any
+	if err := yaml.UnmarshalStrict(raw, &values); err != nil {
+		t.Fatal(err)
+	}
+	return values
+}
+
+// targetAllocatorConfig mirrors the fields of the Target Allocator's
+// configuration file (opentelemetry-operator cmd/otel-allocator
+// internal/config.Config) the chart sets; a misspelt key fails the strict
+// decode.
+type targetAllocatorConfig struct {
+	CollectorNamespace string                `json:"collector_namespace"`
+	CollectorSelector  *metav1.LabelSelector `json:"collector_selector"`
+	AllocationStrategy string                `json:"allocation_strategy"`
+	FilterStrategy     string                `json:"filter_strategy"`
+	Config             struct {
+		ScrapeConfigs []map[string]any `json:"scrape_configs"`
+	} `json:"config"`
+}
+
+// TestChartTargetAllocator renders the Target Allocator shape: the
+// allocator counts exactly the StatefulSet's pods as its collectors and
+// may read them and the agent servers' namespace; each replica reads its
+// share by pod name from the allocator's Service, takes no static shard
+// and no static server, finds the key files where the Secret is mounted;
+// the built collector validates the configuration.
+func TestChartTargetAllocator(t *testing.T) {
+	r := renderChart(t, chartWithCockpit(t, nil), targetAllocatorValues(t), operatorAPIs...)
+	if len(r.statefulSets) != 1 || len(r.deployments) != 1 || len(r.services) != 2 || len(r.serviceAccounts) != 1 {
+		t.Fatalf("rendered %d StatefulSets, %d Deployments, %d Services, %d ServiceAccounts; want 1, 1, 2, 1",
+			len(r.statefulSets), len(r.deployments), len(r.services), len(r.serviceAccounts))
+	}
+	sts, ta, sa := r.statefulSets[0], r.deployments[0], r.serviceAccounts[0]
+
+	var taCfg targetAllocatorConfig
+	if err := yaml.UnmarshalStrict([]byte(configMapData(t, r, "targetallocator.yaml")), &taCfg); err != nil {
+		t.Fatalf("the allocator's configuration: %v", err)
+	}
+	collectors, err := metav1.LabelSelectorAsSelector(taCfg.CollectorSelector)
+	if err != nil || taCfg.CollectorSelector == nil || len(taCfg.CollectorSelector.MatchLabels) == 0 {
+		t.Fatalf("collector_selector %+v (%v): must select the StatefulSet's pods", taCfg.CollectorSelector, err)
+	}
+	if !collectors.Matches(labels.Set(sts.Spec.Template.Labels)) || collectors.Matches(labels.Set(ta.Spec.Template.Labels)) {
+		t.Errorf("collector_selector %s: must match the collectors' pods (%v) and not the allocator's (%v)",
+			collectors, sts.Spec.Template.Labels, ta.Spec.Template.Labels)
+	}
+	if taCfg.CollectorNamespace != releaseNamespace || taCfg.AllocationStrategy != "consistent-hashing" ||
+		taCfg.FilterStrategy != "relabel-config" || len(taCfg.Config.ScrapeConfigs) != 2 {
+		t.Errorf("allocator configuration %+v: want the release's namespace, consistent-hashing, relabel-config and the example's two jobs", taCfg)
+	}
+
+	taPod := ta.Spec.Template.Spec
+	if taPod.ServiceAccountName != sa.Name || len(taPod.Containers) != 1 {
+		t.Fatalf("allocator pod: service account %q (want %q), %d containers", taPod.ServiceAccountName, sa.Name, len(taPod.Containers))
+	}
+	var taService corev1.Service
+	for _, svc := range r.services {
+		if labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(ta.Spec.Template.Labels)) {
+			taService = svc
+		}
+	}
+	if taService.Name == "" || len(taService.Name) > 63 || len(taService.Spec.Ports) != 1 ||
+		taService.Spec.Ports[0].TargetPort.StrVal != taPod.Containers[0].Ports[0].Name || taPod.Containers[0].Ports[0].ContainerPort != 8080 {
+		t.Fatalf("allocator Service %+v: want one port to the allocator's 8080", taService)
+	}
+
+	// The allocator reads pods (its collectors, and the agent servers for
+	// kubernetes_sd) in the release's namespace and the sandboxes'.
+	for _, ns := range []string{releaseNamespace, "openhands-sandboxes"} {
+		if !grants(r, sa, ns, "pods", "list", "watch") {
+			t.Errorf("namespace %s: the allocator's ServiceAccount may not list and watch pods", ns)
+		}
+	}
+
+	pod := sts.Spec.Template.Spec
+	c := pod.Containers[0]
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		env[e.Name] = e
+	}
+	if ref := env["POD_NAME"].ValueFrom; ref == nil || ref.FieldRef == nil || ref.FieldRef.FieldPath != "metadata.name" {
+		t.Errorf("POD_NAME: %+v, want the pod's name through the downward API", env["POD_NAME"])
+	}
+	if _, ok := env["SHARD_INDEX"]; ok {
+		t.Error("SHARD_INDEX is set: no static shard with the allocator")
+	}
+
+	config := configMapData(t, r, "config.yaml")
+	cfg := parseCollectorConfig(t, []byte(config))
+	checkSafeDefault(t, cfg)
+	oh := cfg.Receivers.OpenHands
+	if oh.Shard != nil || oh.Servers != nil {
+		t.Errorf("shard %v, servers %v: the allocator shares the servers out, a replica takes no shard and no static server", oh.Shard, oh.Servers)
+	}
+	var endpoints []string
+	for _, sd := range oh.Targets.HTTPSD {
+		endpoints = append(endpoints, sd.Endpoint)
+	}
+	if want := []string{
+		"http://" + taService.Name + "/jobs/openhands/targets?collector_id=${env:POD_NAME}",
+		"http://" + taService.Name + "/jobs/openhands-keyless/targets?collector_id=${env:POD_NAME}",
+	}; !slices.Equal(endpoints, want) {
+		t.Errorf("http_sd at %v, want one per job: %v", endpoints, want)
+	}
+	keysVolume := ""
+	for _, v := range pod.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == "openhands-session-keys" {
+			keysVolume = v.Name
+		}
+	}
+	if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+		return m.Name == keysVolume && m.MountPath == oh.Targets.SessionAPIKeyDir && m.ReadOnly
+	}) {
+		t.Errorf("session_api_key_dir %q is not where the keys Secret is mounted (%+v)", oh.Targets.SessionAPIKeyDir, c.VolumeMounts)
+	}
+	validateConfig(t, config, "POD_NAME=otelcol-openhands-0", "MY_POD_IP=127.0.0.1")
+}
+
+// grants says whether a RoleBinding in ns gives sa a Role there that
+// allows verbs on resource (of the core API group).
+func grants(r rendered, sa corev1.ServiceAccount, ns, resource string, verbs ...string) bool {
+	for _, rb := range r.roleBindings {
+		if rb.Namespace != ns || rb.RoleRef.Kind != "Role" || !slices.ContainsFunc(rb.Subjects, func(s rbacv1.Subject) bool {
+			return s.Kind == "ServiceAccount" && s.Name == sa.Name && s.Namespace == releaseNamespace
+		}) {
+			continue
+		}
+		for _, role := range r.roles {
+			if role.Namespace != ns || role.Name != rb.RoleRef.Name {
+				continue
+			}
+			for _, rule := range role.Rules {
+				if slices.Contains(rule.APIGroups, "") && slices.Contains(rule.Resources, resource) &&
+					!slices.ContainsFunc(verbs, func(v string) bool { return !slices.Contains(rule.Verbs, v) }) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// TestChartTargetAllocatorRefused: values the Target Allocator shape
+// cannot honour fail the install with the key to fix.
+func TestChartTargetAllocatorRefused(t *testing.T) {
+	chart := chartWithCockpit(t, nil)
+	tests := []struct {
+		name    string
+		edit    func(values map[string]any)
+		wantErr string
+	}{
+		{name: "no scrape job", edit: func(v map[string]any) { ta(v)["scrapeConfigs"] = []any{} }, wantErr: "targetAllocator.scrapeConfigs: name how the allocator discovers"},
+		{name: "a static shard", edit: func(v map[string]any) {
+			v["config"] = map[string]any{"receivers": map[string]any{"openhands": map[string]any{"shard": map[string]any{"count": 3}}}}
+		}, wantErr: "config.receivers.openhands.shard: leave it out"},
+		{name: "kubernetes_sd in every namespace", edit: func(v map[string]any) {
+			delete(job(v, 1)["kubernetes_sd_configs"].([]any)[0].(map[string]any), "namespaces")
+		}, wantErr: "openhands-keyless: kubernetes_sd_configs must name its namespaces"},
+		{name: "a job name that is no path segment", edit: func(v map[string]any) { job(v, 0)["job_name"] = "open hands/x" }, wantErr: "letters, digits"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			values := targetAllocatorValues(t)
+			tt.edit(values)
+			_, err := renderManifests(t, chart, values)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("render error %v, want one saying %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// ta and job are the targetAllocator values and their i-th scrape job.
+func ta(values map[string]any) map[string]any { return values["targetAllocator"].(map[string]any) }
+func job(values map[string]any, i int) map[string]any {
+	return ta(values)["scrapeConfigs"].([]any)[i].(map[string]any)
 }

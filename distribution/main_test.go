@@ -60,7 +60,14 @@ type collectorConfig struct {
 	Receivers struct {
 		OpenHands struct {
 			Shard   map[string]any `json:"shard"`
-			Storage string         `json:"storage"`
+			Servers []any          `json:"servers"`
+			Targets struct {
+				HTTPSD []struct {
+					Endpoint string `json:"endpoint"`
+				} `json:"http_sd"`
+				SessionAPIKeyDir string `json:"session_api_key_dir"`
+			} `json:"targets"`
+			Storage string `json:"storage"`
 			Capture struct {
 				Level string `json:"level"`
 			} `json:"capture"`
