@@ -190,8 +190,8 @@ func fastParams() cockpit.Params {
 // runFaults runs the collector with tests/faults-config.yaml, a real
 // Prometheus server scraping it with the cockpit's rules (fastParams),
 // and scripts what the operator should be told about: an approval left
-// waiting (its run also breaches a hard policy), then the relay going
-// down. Beside them it provokes what only faults expose (webhook POSTs
+// waiting (its run also breaches a hard policy), a discovery source that
+// never parses, then the relay going down. Beside them it provokes what only faults expose (webhook POSTs
 // with a wrong key, refused relay credentials and dropped records, events
 // the relay refuses, session logs that cannot be written, a connector at
 // max_series, a stalled socket, a command for a session two conversations
@@ -322,6 +322,7 @@ scrape_configs:
 	api := "http://" + prometheus
 	awaitAlert(t, ctx, api, cockpit.AgentWaitingOnPerson)
 	awaitAlert(t, ctx, api, cockpit.PolicyHardBreach)
+	awaitAlert(t, ctx, api, cockpit.DiscoverySourceFailing)
 
 	// The relay goes down.
 	relay.SetDown(true)
