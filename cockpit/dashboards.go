@@ -127,7 +127,8 @@ func dashboard(uid, title, description string, variables []Variable, panels []Pa
 }
 
 // Agents is the agents' dashboard: sessions, runs, tools, attention,
-// tokens and cost, from the aep connector's metrics.
+// tokens and cost, from the aep connector's metrics; policy breaches from
+// the aeppolicy processor's.
 func Agents(p Params) Dashboard {
 	sel := `gen_ai_agent_name=~"$agent", instance=~"$instance"`
 	events := func(types string) string {
@@ -183,10 +184,31 @@ func Agents(p Params) Dashboard {
 	b.add(8, 8, chart("Daily spend at the last hour's rate", unitCount,
 		fmt.Sprintf("What the agent would spend in a day at the last hour's rate; the budget alerts compare it with %s a day.", num(p.DailyBudget)),
 		query(fmt.Sprintf("%s1h{%s} * 86400", costRate, sel), "{{gen_ai_agent_name}} {{aep_cost_currency}}")))
+	b.add(12, 8, chart("Tokens by model", unitCount,
+		"Input and output tokens per interval by the model the events name (gen_ai.request.model: Codex's and VS Code's model calls, runs whose events name it; empty where none does).",
+		query(perInterval(fmt.Sprintf("gen_ai_client_token_usage_sum{%s}", sel), "gen_ai_request_model, gen_ai_token_type"),
+			"{{gen_ai_request_model}} {{gen_ai_token_type}}")))
+	b.add(12, 8, chart("Cost by model", unitCount,
+		"Cost per interval by model: reported by the event, or its tokens at the connector's prices.",
+		query(perInterval(fmt.Sprintf("aep_run_cost_total{%s}", sel), "gen_ai_request_model, aep_cost_currency"),
+			"{{gen_ai_request_model}} {{aep_cost_currency}}")))
 	b.add(24, 10, topSessionsByCost())
 
+	// The aeppolicy processor's counters are the collector's own telemetry
+	// (another scrape target than the connector's metrics, so not filtered
+	// by collector). They are charted as totals: a breach is a rare event,
+	// often its series' first point, which an increase cannot see.
+	policy := `agent=~"$agent"`
+	b.row("Policies (aeppolicy processor)")
+	b.add(12, 8, chart("Policy breaches by policy and level", unitCount,
+		"Breaches recorded since the collector started, per agent, policy and level (soft: a notice; hard: acted on where the policy says action: pause). The guardrail event in the session says which session.",
+		query(fmt.Sprintf("sum by (agent, policy, level) (otelcol_aeppolicy_breaches{%s})", policy), "{{agent}} {{policy}} {{level}}")))
+	b.add(12, 8, chart("Policy actions by outcome", unitCount,
+		"Actions of hard breaches since the collector started: originated (a pause handed to the control gate), gate_closed (nothing sent), failed.",
+		query(fmt.Sprintf("sum by (agent, policy, action, outcome) (otelcol_aeppolicy_actions{%s})", policy), "{{agent}} {{policy}} {{action}} {{outcome}}")))
+
 	return dashboard("otelcol-openhands-agents", "otelcol-openhands / Agents",
-		"What the agents do: sessions, runs, tool calls, requests for a person, tokens and cost (aep connector metrics).",
+		"What the agents do: sessions, runs, tool calls, requests for a person, tokens and cost by agent and model (aep connector metrics), policy breaches and their actions (aeppolicy processor).",
 		[]Variable{
 			datasourceVariable("datasource", "Metrics", "prometheus"),
 			datasourceVariable("traces", "Traces", "tempo"),
@@ -248,6 +270,12 @@ func Collector() Dashboard {
 	b.add(8, 8, chart("Log records accepted and refused by receivers", unitRate, "The collector's receiver metrics, every receiver.",
 		query(rate(fmt.Sprintf("otelcol_receiver_accepted_log_records{%s}", sel), "receiver"), "accepted {{receiver}}"),
 		query(rate(fmt.Sprintf("otelcol_receiver_refused_log_records{%s}", sel), "receiver"), "refused {{receiver}}")))
+	b.add(8, 8, chart("Discovered agent servers by state", unitCount,
+		"Servers the targets sources list: watched, draining (no longer listed, sessions still open) or waiting (for max_targets or attach_rate).",
+		query(fmt.Sprintf("sum by (instance, state) (otelcol_openhands_targets{%s})", sel), "{{state}} {{instance}}")))
+	b.add(8, 8, chart("Discovery refreshes by source and outcome", unitRate,
+		"Refreshes of each targets source: ok, or failed (the source's last good set stands).",
+		query(rate(fmt.Sprintf("otelcol_openhands_target_refreshes{%s}", sel), "source, outcome"), "{{source}} {{outcome}}")))
 
 	b.row("AEP relay (aeprelay exporter)")
 	b.add(8, 8, chart("Events confirmed and refused", unitRate, "Events the relay accepted, and events dropped as unsendable by reason.",
@@ -258,12 +286,14 @@ func Collector() Dashboard {
 		query(rate(fmt.Sprintf("otelcol_aeprelay_auth_refused{%s}", sel), "transport, status_code"), "auth refused {{status_code}} {{transport}}")))
 	b.add(8, 8, quantiles("Confirmation latency", "From writing a batch to the relay's confirmation.",
 		fmt.Sprintf("otelcol_aeprelay_confirm_latency_bucket{%s}", sel), ", transport", "{{transport}}"))
-	b.add(12, 8, chart("Exporter queues", unitCount, "Batches waiting in each exporter's queue, against its capacity.",
+	b.add(8, 8, chart("Exporter queues", unitCount, "Batches waiting in each exporter's queue, against its capacity.",
 		query(fmt.Sprintf("max by (exporter) (otelcol_exporter_queue_size{%s})", sel), "size {{exporter}}"),
 		query(fmt.Sprintf("max by (exporter) (otelcol_exporter_queue_capacity{%s})", sel), "capacity {{exporter}}")))
-	b.add(12, 8, chart("Log records sent and failed by exporters", unitRate, "The collector's exporter metrics: failed means dropped after retries.",
+	b.add(8, 8, chart("Log records sent and failed by exporters", unitRate, "The collector's exporter metrics: failed means dropped after retries.",
 		query(rate(fmt.Sprintf("otelcol_exporter_sent_log_records{%s}", sel), "exporter"), "sent {{exporter}}"),
 		query(rate(fmt.Sprintf("otelcol_exporter_send_failed_log_records{%s}", sel), "exporter"), "failed {{exporter}}")))
+	b.add(8, 8, chart("Links to the relay", unitCount, "WebSocket links open to the relay: one per agent whose events this collector sends.",
+		query(fmt.Sprintf("sum by (instance) (otelcol_aeprelay_links{%s})", sel), "{{instance}}")))
 
 	b.row("Session logs (aepfile exporter)")
 	b.add(12, 8, chart("Events written and write errors", unitRate, "Events appended to the session logs, and failed file operations.",
@@ -278,6 +308,12 @@ func Collector() Dashboard {
 	b.add(12, 8, chart("Acks by decision", unitRate, "Acks emitted, by decision and reason.",
 		query(rate(fmt.Sprintf("otelcol_openhandscontrol_acks{%s}", sel), "decision, reason"), "{{decision}} {{reason}}")))
 
+	b.row("Data paths (commands and AEP refused)")
+	b.add(24, 8, chart("Commands and AEP refused on a data path", unitCount,
+		"Totals since the collector started. Command records the aeprelay exporter refused to send, and records that already were AEP removed by aepinbound from its OTLP input: someone pushing AEP, or commands, through a data door. Any step is worth a look (alerts "+RelayCommandRefused+", "+InboundAEPRefused+").",
+		query(fmt.Sprintf("sum by (instance, transport) (otelcol_aeprelay_commands_refused{%s})", sel), "commands refused {{transport}} {{instance}}"),
+		query(fmt.Sprintf("sum by (instance) (otelcol_aepinbound_aep_refused{%s})", sel), "AEP refused at aepinbound {{instance}}")))
+
 	b.row("Process")
 	b.add(12, 8, chart("CPU", unitCount, "CPU seconds used per second (cores).",
 		query(rate(fmt.Sprintf("otelcol_process_cpu_seconds{%s}", sel), "instance"), "{{instance}}")))
@@ -286,7 +322,7 @@ func Collector() Dashboard {
 		query(fmt.Sprintf("max by (instance) (otelcol_process_runtime_heap_alloc_bytes{%s})", sel), "heap {{instance}}")))
 
 	return dashboard("otelcol-openhands-collector", "otelcol-openhands / Collector",
-		"How the collectors fare: agent servers and conversations, the AEP relay, session logs, the control gate, the process (the collector's own telemetry).",
+		"How the collectors fare: agent servers, discovery and conversations, the AEP relay and its links, session logs, the control gate, commands and AEP refused on data paths, the process (the collector's own telemetry).",
 		[]Variable{
 			datasourceVariable("datasource", "Metrics", "prometheus"),
 			labelVariable("instance", "Collector", "otelcol_process_uptime", "instance"),

@@ -102,6 +102,11 @@ const (
 	ExporterSendFailing     = "OTelColExporterSendFailing"
 	SessionLogWriteErrors   = "AEPFileWriteErrors"
 	ConnectorSeriesDropped  = "AEPConnectorSeriesDropped"
+	PolicyHardBreach        = "AEPPolicyHardBreach"
+	PolicySoftBreach        = "AEPPolicySoftBreach"
+	RelayCommandRefused     = "AEPRelayCommandRefused"
+	InboundAEPRefused       = "AEPInboundAEPRefused"
+	DiscoverySourceFailing  = "OpenHandsDiscoverySourceFailing"
 	severityWarning         = "warning"
 	severityCritical        = "critical"
 	agentWho                = "agent {{ $labels.gen_ai_agent_name }} (collector {{ $labels.instance }})"
@@ -112,6 +117,9 @@ const (
 
 // spendSummary names the agent, the window, the burn factor and the budget.
 const spendSummary = "%s is spending {{ $value | humanize }} {{ $labels.aep_cost_currency }} a day at the rate of the last %s, more than %s times its daily budget of %s"
+
+// breachSummary names the agent, the policy, the level and the collector.
+const breachSummary = "Agent {{ $labels.agent }} breached policy {{ $labels.policy }} (%s) {{ $value | humanize }} time(s) in %s on %s; the guardrail event in its session names the session"
 
 // alert is one alerting rule; its runbook is the README section named
 // after it.
@@ -135,6 +143,18 @@ func Alerts(p Params) RuleGroup {
 	// summed by the labels the summary names, above threshold.
 	increase := func(by, series, threshold string) string {
 		return fmt.Sprintf(`sum by (%s) (increase(%s[%s])) > %s`, by, series, p.ErrorWindow, threshold)
+	}
+	// grew: the counter series grew over the error window, by the labels
+	// the summary names. A series that first appeared within the window
+	// counts with its value: its first sample already holds its first
+	// events, which increase cannot see (a rare event, a policy breach or
+	// a refused command, is often its series' first).
+	grew := func(by, series string) string {
+		return fmt.Sprintf("sum by (%s) (increase(%s[%s])) > 0\nor\nsum by (%s) (%s unless %s offset %s)",
+			by, series, p.ErrorWindow, by, series, series, p.ErrorWindow)
+	}
+	breaches := func(level string) string {
+		return grew("instance, agent, policy", fmt.Sprintf(`otelcol_aeppolicy_breaches{level=%q}`, level))
 	}
 	budget := func(burn float64) string { return num(burn * p.DailyBudget) }
 	spend := func(long, short string, burn float64) string {
@@ -219,6 +239,27 @@ func Alerts(p Params) RuleGroup {
 			increase("instance", "otelcol_aep_connector_series_dropped", "0"),
 			"The aep connector of "+collectorWho+" dropped {{ $value | humanize }} metric points at max_series",
 			"The agents' metrics have more series than the connector keeps; the newest are dropped."),
+		alert(p, PolicyHardBreach, severityCritical, p.For,
+			breaches("hard"),
+			fmt.Sprintf(breachSummary, "hard", p.ErrorWindow, collectorWho),
+			"An agent crossed a hard threshold of the aeppolicy processor (a budget, a loop); where the policy says action: pause, its conversation was paused."),
+		alert(p, PolicySoftBreach, severityWarning, p.For,
+			breaches("soft"),
+			fmt.Sprintf(breachSummary, "soft", p.ErrorWindow, collectorWho),
+			"An agent crossed a soft threshold of the aeppolicy processor (a budget) or looks stuck: a notice before the hard threshold."),
+		alert(p, RelayCommandRefused, severityCritical, p.For,
+			grew("instance, transport", "otelcol_aeprelay_commands_refused"),
+			"The aeprelay exporter of "+collectorWho+" refused to send {{ $value | humanize }} control command(s) over {{ $labels.transport }}: a receiver of its pipeline took commands from outside",
+			"Someone pushed commands through a data path (OTLP, an AEP POST, a webhook); the exporter refused them, but the door they came through is open."),
+		alert(p, InboundAEPRefused, severityWarning, p.For,
+			grew("instance", "otelcol_aepinbound_aep_refused"),
+			"The aepinbound processor of "+collectorWho+" removed {{ $value | humanize }} record(s) that already were AEP from its OTLP input",
+			"An OTLP client sent AEP records (a command among them, perhaps) where only Codex's and VS Code's own logs belong."),
+		alert(p, DiscoverySourceFailing, severityWarning, p.For,
+			fmt.Sprintf("sum by (instance, source) (increase(otelcol_openhands_target_refreshes{outcome=\"failed\"}[%s])) > 0\nunless\nsum by (instance, source) (increase(otelcol_openhands_target_refreshes{outcome=\"ok\"}[%s])) > 0",
+				p.ErrorWindow, p.ErrorWindow),
+			"Discovery source {{ $labels.source }} of "+collectorWho+" failed every refresh for "+p.ErrorWindow,
+			"The source's last good set of agent servers stands: servers it added since are not watched, servers it dropped are still watched."),
 	}
 	return RuleGroup{Name: "cockpit.alerts", Interval: p.EvaluationInterval, Rules: rules}
 }

@@ -114,6 +114,7 @@ func TestCockpitAgainstTheDistribution(t *testing.T) {
 		{"watch", "testdata/demo-config.yaml"},
 		{"control", "testdata/demo-control-config.yaml"},
 		{"fleet", "testdata/demo-fleet-config.yaml"},
+		{"govern", "testdata/demo-govern-config.yaml"},
 	} {
 		runDemo(t, demo, collector, s.scenario, s.config, seen)
 	}
@@ -123,7 +124,8 @@ func TestCockpitAgainstTheDistribution(t *testing.T) {
 
 var holding = regexp.MustCompile(`holding the collector \(prometheus exporter at "([^"]*)"\)`)
 
-// runDemo plays one demo scenario (make demo, demo-control, demo-fleet)
+// runDemo plays one demo scenario (make demo, demo-control, demo-fleet,
+// demo-govern)
 // with the collector's telemetry served, and scrapes the collector once
 // the scenario is over and the demo holds it.
 func runDemo(t *testing.T, demo, collector, scenario, config string, seen exposed) {
@@ -188,22 +190,23 @@ func fastParams() cockpit.Params {
 // runFaults runs the collector with tests/faults-config.yaml, a real
 // Prometheus server scraping it with the cockpit's rules (fastParams),
 // and scripts what the operator should be told about: an approval left
-// waiting, then the relay going down. Beside them it provokes what only
-// faults expose (webhook POSTs with a wrong key, refused relay
-// credentials and dropped records, events the relay refuses, session logs
-// that cannot be written, a connector at max_series, a stalled socket, a
-// command for a session two conversations claim), and scrapes everything
-// at the end.
+// waiting (its run also breaches a hard policy), a discovery source that
+// never parses, then the relay going down. Beside them it provokes what only faults expose (webhook POSTs
+// with a wrong key, refused relay credentials and dropped records, events
+// the relay refuses, session logs that cannot be written, a connector at
+// max_series, a stalled socket, a command for a session two conversations
+// claim, a discovery source that does not parse, a command pushed over
+// OTLP), and scrapes everything at the end.
 func runFaults(t *testing.T, collectorBin, prometheusBin string, seen exposed) {
 	t.Helper()
 	dir := t.TempDir()
-	addrs := make([]string, 4)
+	addrs := make([]string, 6)
 	for i := range addrs {
 		var err error
 		addrs[i], err = childproc.FreeAddr()
 		require.NoError(t, err)
 	}
-	telemetry, exporter, webhook, prometheus := addrs[0], addrs[1], addrs[2], addrs[3]
+	telemetry, exporter, webhook, prometheus, otlp, nobody := addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], addrs[5]
 
 	relay, err := aeprelaytest.New(aeprelaytest.Config{Token: relayToken, Refuse: func(ev *aep.Event) error {
 		if ev.Type == "state.delta" {
@@ -223,11 +226,18 @@ func runFaults(t *testing.T, collectorBin, prometheusBin string, seen exposed) {
 	require.NoError(t, os.MkdirAll(sessionLogs, 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(sessionLogs, "openhands"), nil, 0o600))
 
+	// Discovery: one source lists a server nobody answers on, the other's
+	// file does not parse.
+	targets, brokenTargets := filepath.Join(dir, "targets.json"), filepath.Join(dir, "broken-targets.json")
+	require.NoError(t, os.WriteFile(targets, []byte(`[{"targets": ["`+nobody+`"]}]`), 0o600))
+	require.NoError(t, os.WriteFile(brokenTargets, []byte(`[{"targets": [`), 0o600))
+
 	_, telemetryPort, _ := net.SplitHostPort(telemetry)
 	collector := start(t, dir, "collector", exec.Command(collectorBin, "--config", "testdata/faults-config.yaml"),
 		"COCKPIT_AGENT_SERVER="+agents.URL(), "COCKPIT_SESSION_API_KEY="+sessionKey, "COCKPIT_WEBHOOK="+webhook,
 		"COCKPIT_RELAY="+relay.URL(), "COCKPIT_RELAY_TOKEN="+relayToken, "COCKPIT_PROMETHEUS="+exporter,
-		"COCKPIT_TELEMETRY_PORT="+telemetryPort, "COCKPIT_SESSION_LOGS="+sessionLogs)
+		"COCKPIT_TELEMETRY_PORT="+telemetryPort, "COCKPIT_SESSION_LOGS="+sessionLogs,
+		"COCKPIT_TARGETS="+targets, "COCKPIT_BROKEN_TARGETS="+brokenTargets, "COCKPIT_OTLP="+otlp)
 
 	require.NoError(t, cockpit.Write(dir, fastParams()))
 	config := fmt.Sprintf(`global:
@@ -287,6 +297,16 @@ scrape_configs:
 		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	}
 
+	// Someone pushing a command over OTLP: aepinbound removes it from its
+	// pipeline, the relay exporter refuses it in the unguarded one.
+	pushed := `{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"eventName":"dev.aep.control.pause","body":{"stringValue":"{}"}}]}]}]}`
+	resp, err := http.Post("http://"+otlp+"/v1/logs", "application/json", strings.NewReader(pushed))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NoError(t, waitUntil(ctx, exposes("http://"+telemetry+"/metrics", "otelcol_aeprelay_commands_refused", "otelcol_aepinbound_aep_refused")),
+		"the command pushed over OTLP was not refused; the collector's log ends:\n%s", tail(collector))
+
 	// An operator's command for a session both receivers observe: the
 	// gate refuses it as a conflict.
 	command, err := json.Marshal(aep.Event{
@@ -301,18 +321,26 @@ scrape_configs:
 
 	api := "http://" + prometheus
 	awaitAlert(t, ctx, api, cockpit.AgentWaitingOnPerson)
+	awaitAlert(t, ctx, api, cockpit.PolicyHardBreach)
+	awaitAlert(t, ctx, api, cockpit.DiscoverySourceFailing)
 
 	// The relay goes down.
 	relay.SetDown(true)
 	relay.DropConnections()
 	awaitAlert(t, ctx, api, cockpit.RelayLinkDown)
 
-	require.NoError(t, waitUntil(ctx, func() bool {
-		probe := exposed{}
-		return probe.scrape("http://"+telemetry+"/metrics") == nil && probe["otelcol_openhands_socket_stalls"] != nil
-	}), "no socket stall counted; the collector's log ends:\n%s", tail(collector))
+	require.NoError(t, waitUntil(ctx, exposes("http://"+telemetry+"/metrics", "otelcol_openhands_socket_stalls")),
+		"no socket stall counted; the collector's log ends:\n%s", tail(collector))
 	require.NoError(t, seen.scrape("http://"+telemetry+"/metrics"))
 	require.NoError(t, seen.scrape("http://"+exporter+"/metrics"))
+}
+
+// exposes holds once one scrape of url exposes every metric named.
+func exposes(url string, metrics ...string) func() bool {
+	return func() bool {
+		probe := exposed{}
+		return probe.scrape(url) == nil && !slices.ContainsFunc(metrics, func(m string) bool { return probe[m] == nil })
+	}
 }
 
 // start runs a child with its output in a log file under dir and stops it
