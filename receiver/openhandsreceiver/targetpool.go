@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -238,7 +239,7 @@ func (p *targetPool) attachWaiting(ctx context.Context) {
 
 // attach starts the watch of one target.
 func (p *targetPool) attach(ctx context.Context, t targets.Target) error {
-	key, err := p.keyOf(t.Key)
+	key, err := p.keyOf(t.Key, t.Endpoint)
 	if err != nil {
 		return fmt.Errorf("session key from %s: %w", t.Key, err)
 	}
@@ -343,18 +344,24 @@ func (p *targetPool) stopAll() {
 // maxKeyBytes bounds a key file.
 const maxKeyBytes = 4096
 
-// keyOf reads a target's key where its labels say. A file is opened only
-// inside session_api_key_dir (os.Root: no .., no symlink out) and an
-// environment variable only under session_api_key_env_prefix, so a
-// source cannot make the receiver send the collector's other secrets to
-// a host of its choosing.
-func (p *targetPool) keyOf(ref targets.KeyRef) (configopaque.String, error) {
+// keyOf reads a target's key where its labels say. A file or a variable
+// is bound to the target's host and port: the file is named after them
+// (keyName), inside session_api_key_dir (os.Root: no .., no symlink out),
+// and the variable is session_api_key_env_prefix followed by them
+// (keyEnvName). So a
+// hostile source can neither send the collector's other secrets nor one
+// agent server's key to a host of its choosing.
+func (p *targetPool) keyOf(ref targets.KeyRef, endpoint string) (configopaque.String, error) {
+	host := keyName(endpoint)
 	switch ref.Source {
 	case targets.KeyInline:
 		return configopaque.String(ref.Value), nil
 	case targets.KeyFile:
 		if p.cfg.SessionAPIKeyDir == "" {
 			return "", errors.New("targets.session_api_key_dir is not set")
+		}
+		if host == "" || ref.Value != host {
+			return "", fmt.Errorf("a key file is named after its target's host and port: want %q", host)
 		}
 		root, err := os.OpenRoot(p.cfg.SessionAPIKeyDir)
 		if err != nil {
@@ -378,8 +385,11 @@ func (p *targetPool) keyOf(ref targets.KeyRef) (configopaque.String, error) {
 		return configopaque.String(strings.TrimSpace(string(data))), nil
 	case targets.KeyEnv:
 		prefix := p.cfg.SessionAPIKeyEnvPrefix
-		if prefix == "" || !strings.HasPrefix(ref.Value, prefix) {
-			return "", errors.New("the variable is not under targets.session_api_key_env_prefix")
+		if prefix == "" {
+			return "", errors.New("targets.session_api_key_env_prefix is not set")
+		}
+		if want := keyEnvName(prefix, host); host == "" || ref.Value != want {
+			return "", fmt.Errorf("a key variable is named after its target's host and port: want %s", want)
 		}
 		v, ok := os.LookupEnv(ref.Value)
 		if !ok {
@@ -388,4 +398,36 @@ func (p *targetPool) keyOf(ref targets.KeyRef) (configopaque.String, error) {
 		return configopaque.String(v), nil
 	}
 	return "", nil
+}
+
+// keyName is the name a key file of the agent server at endpoint has:
+// its host and port ("sandbox-a.svc_8000" for http://sandbox-a.svc:8000,
+// "sb.example_443" for https://sb.example), as a Kubernetes Secret's key
+// may spell it; "" for an endpoint that does not parse.
+func keyName(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Hostname() == "" {
+		return ""
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return strings.ToLower(u.Hostname()) + "_" + port
+}
+
+// keyEnvName is the variable that holds the key of the agent server whose
+// key file would be named host: the prefix, then host in upper case with
+// every character but a letter or a digit as "_"
+// (OPENHANDS_KEY_SANDBOX_A_SVC_8000).
+func keyEnvName(prefix, host string) string {
+	return prefix + strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z':
+			return r - 'a' + 'A'
+		case r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+			return r
+		}
+		return '_'
+	}, host)
 }

@@ -306,49 +306,57 @@ func TestMaxTargetsQueuesTheRest(t *testing.T) {
 	}
 }
 
-// TestKeyLabels reads keys from a file in session_api_key_dir and from
-// an environment variable under the prefix, and refuses any other file or
-// variable.
+// TestKeyLabels reads a target's key from the file in session_api_key_dir
+// or the variable under the prefix named after its host and port, and
+// refuses any other file or variable: a source cannot send one server's
+// key to another host.
 func TestKeyLabels(t *testing.T) {
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.key"), []byte("key-a\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.example_8000"), []byte("key-a\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "evil.example_80"), []byte("key-evil\n"), 0o600))
 	outside := filepath.Join(t.TempDir(), "secret")
 	require.NoError(t, os.WriteFile(outside, []byte("not yours"), 0o600))
-	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "link")))
-	require.NoError(t, os.Symlink("a.key", filepath.Join(dir, "inside"))) // a Secret volume's shape
-	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600))
-	t.Setenv("OPENHANDS_KEY_B", "key-b")
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "link_1")))
+	require.NoError(t, os.Symlink("a.example_8000", filepath.Join(dir, "inside_1"))) // a Secret volume's shape
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "fifo_1"), 0o600))
+	t.Setenv("OPENHANDS_KEY_B_EXAMPLE_443", "key-b")
 	t.Setenv("OTHER_SECRET", "not yours")
 	p := &targetPool{cfg: &TargetsConfig{SessionAPIKeyDir: dir, SessionAPIKeyEnvPrefix: "OPENHANDS_KEY_"}}
 	for _, tc := range []struct {
-		ref  targets.KeyRef
-		want string
-		err  bool
+		name     string
+		endpoint string
+		ref      targets.KeyRef
+		want     string
+		err      bool
 	}{
-		{ref: targets.KeyRef{Source: targets.KeyInline, Value: "k"}, want: "k"},
-		{ref: targets.KeyRef{Source: targets.KeyFile, Value: "a.key"}, want: "key-a"},
-		{ref: targets.KeyRef{Source: targets.KeyFile, Value: "../" + filepath.Base(filepath.Dir(outside)) + "/secret"}, err: true},
-		{ref: targets.KeyRef{Source: targets.KeyFile, Value: outside}, err: true},
-		{ref: targets.KeyRef{Source: targets.KeyFile, Value: "link"}, err: true},
-		{ref: targets.KeyRef{Source: targets.KeyFile, Value: "inside"}, want: "key-a"},
-		{ref: targets.KeyRef{Source: targets.KeyFile, Value: "fifo"}, err: true}, // and does not block
-		{ref: targets.KeyRef{Source: targets.KeyFile, Value: "."}, err: true},
-		{ref: targets.KeyRef{Source: targets.KeyEnv, Value: "OPENHANDS_KEY_B"}, want: "key-b"},
-		{ref: targets.KeyRef{Source: targets.KeyEnv, Value: "OTHER_SECRET"}, err: true},
-		{ref: targets.KeyRef{}, want: ""},
+		{name: "inline", endpoint: "http://a.example:8000", ref: targets.KeyRef{Source: targets.KeyInline, Value: "k"}, want: "k"},
+		{name: "the host's file", endpoint: "http://A.example:8000", ref: targets.KeyRef{Source: targets.KeyFile, Value: "a.example_8000"}, want: "key-a"},
+		{name: "another host's file", endpoint: "http://evil.example:80", ref: targets.KeyRef{Source: targets.KeyFile, Value: "a.example_8000"}, err: true},
+		{name: "another port's file", endpoint: "http://a.example:9000", ref: targets.KeyRef{Source: targets.KeyFile, Value: "a.example_8000"}, err: true},
+		{name: "out by ..", endpoint: "http://a.example", ref: targets.KeyRef{Source: targets.KeyFile, Value: "../" + filepath.Base(filepath.Dir(outside)) + "/secret"}, err: true},
+		{name: "absolute", endpoint: "http://a.example", ref: targets.KeyRef{Source: targets.KeyFile, Value: outside}, err: true},
+		{name: "symlink out", endpoint: "http://link:1", ref: targets.KeyRef{Source: targets.KeyFile, Value: "link_1"}, err: true},
+		{name: "symlink in", endpoint: "http://inside:1", ref: targets.KeyRef{Source: targets.KeyFile, Value: "inside_1"}, want: "key-a"},
+		{name: "fifo", endpoint: "http://fifo:1", ref: targets.KeyRef{Source: targets.KeyFile, Value: "fifo_1"}, err: true}, // and does not block
+		{name: "the host's variable", endpoint: "https://b.example", ref: targets.KeyRef{Source: targets.KeyEnv, Value: "OPENHANDS_KEY_B_EXAMPLE_443"}, want: "key-b"},
+		{name: "another host's variable", endpoint: "https://evil.example", ref: targets.KeyRef{Source: targets.KeyEnv, Value: "OPENHANDS_KEY_B_EXAMPLE_443"}, err: true},
+		{name: "a variable out of the prefix", endpoint: "https://b.example", ref: targets.KeyRef{Source: targets.KeyEnv, Value: "OTHER_SECRET"}, err: true},
+		{name: "none", endpoint: "http://a.example", ref: targets.KeyRef{}, want: ""},
 	} {
-		got, err := p.keyOf(tc.ref)
-		if tc.err {
-			assert.Error(t, err, "%s %s", tc.ref, tc.ref.Value)
-			continue
-		}
-		require.NoError(t, err)
-		assert.Equal(t, tc.want, string(got))
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := p.keyOf(tc.ref, tc.endpoint)
+			if tc.err {
+				assert.Error(t, err, "%s %s", tc.ref, tc.ref.Value)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, string(got))
+		})
 	}
 	unset := &targetPool{cfg: &TargetsConfig{}}
-	_, err := unset.keyOf(targets.KeyRef{Source: targets.KeyFile, Value: "a.key"})
+	_, err := unset.keyOf(targets.KeyRef{Source: targets.KeyFile, Value: "a.example_80"}, "http://a.example")
 	assert.ErrorContains(t, err, "session_api_key_dir is not set")
-	_, err = unset.keyOf(targets.KeyRef{Source: targets.KeyEnv, Value: "OPENHANDS_KEY_B"})
+	_, err = unset.keyOf(targets.KeyRef{Source: targets.KeyEnv, Value: "OPENHANDS_KEY_A_EXAMPLE_80"}, "http://a.example")
 	assert.Error(t, err)
 }
 
