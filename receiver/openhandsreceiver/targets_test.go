@@ -596,7 +596,7 @@ func TestRetiredTargetLeavesNoServerUp(t *testing.T) {
 		}
 		return false
 	}
-	require.True(t, serverUp())
+	require.Eventually(t, serverUp, waitFor, tick, "the target's server_up is set once a round answered")
 	a.Close()
 	file.write()
 	h.waitTypes(conv.ID(), "session.ended")
