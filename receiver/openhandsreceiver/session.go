@@ -113,7 +113,7 @@ func (s *session) begin(ctx context.Context, createdAt string) {
 		created = time.Now()
 	}
 	if start := s.mapper.Start(created, time.Now()); start != nil {
-		s.mapped = append(s.mapped, s.decorator.Decorate(mapping.Event{}, []*aep.Event{start})...)
+		s.queueLocked(mapping.Event{}, []*aep.Event{start})
 	}
 	s.flushLocked(ctx)
 }
@@ -125,7 +125,7 @@ func (s *session) end(ctx context.Context) (handedOn bool) {
 	defer s.mu.Unlock()
 	ts := s.durable.Cursor.ResumeTS
 	out := s.mapper.End(time.Now(), ts) // nil once ended
-	s.mapped = append(s.mapped, s.decorator.DecorateEnd(ts, out)...)
+	s.queueLocked(mapping.At(ts), out)
 	return s.flushLocked(ctx)
 }
 
@@ -272,7 +272,7 @@ func (s *session) oversize(seq int64, placeholder mapping.Oversize) {
 	s.durable.Cursor.DurableSeq, s.durable.Cursor.DurableID = seq, placeholder.ID
 	s.lastSeen = time.Now()
 	s.noteStoredLocked(placeholder.Timestamp)
-	s.mapped = append(s.mapped, s.decorator.Decorate(placeholder.Event(), s.mapper.Oversize(placeholder, time.Now()))...)
+	s.queueLocked(placeholder.Event(), s.mapper.Oversize(placeholder, time.Now()))
 }
 
 func (s *session) undecodable(ctx context.Context, reason string, size int, err error) {
@@ -313,12 +313,14 @@ var _ openhandscontrol.Session = (*session)(nil)
 func (s *session) Server() openhandscontrol.Server { return s.server.control() }
 
 // Control implements openhandscontrol.Session: what fn returns leaves at
-// once, after whatever was mapped before it, through the one emission path
-// (emitLocked: positions, write-ahead, pipeline).
+// once, decorated like every other event and after whatever was mapped
+// before it, a run.finished the decorator holds included (queueLocked),
+// through the one emission path (emitLocked: positions, write-ahead,
+// pipeline).
 func (s *session) Control(ctx context.Context, fn func(n *openhandscontrol.Notes) []*aep.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.mapped = append(s.mapped, fn(s.notes)...)
+	s.queueLocked(mapping.Event{}, fn(s.notes))
 	s.flushLocked(ctx)
 }
 
@@ -357,7 +359,7 @@ func (s *session) childStatus(ctx context.Context, child, status string) {
 	if ev == nil {
 		return
 	}
-	s.mapped = append(s.mapped, s.decorator.Decorate(mapping.Event{}, []*aep.Event{ev})...)
+	s.queueLocked(mapping.Event{}, []*aep.Event{ev})
 	s.flushLocked(ctx)
 }
 
@@ -401,7 +403,7 @@ func (s *session) noteMetadata(ctx context.Context, updatedAt string, meta metad
 	}
 	s.metadata.title, s.metadata.titled = title, true
 	out := s.mapper.Metadata("title", value, updatedAt, time.Now())
-	s.mapped = append(s.mapped, s.decorator.Decorate(mapping.Event{}, out)...)
+	s.queueLocked(mapping.Event{}, out)
 	s.flushLocked(ctx)
 }
 

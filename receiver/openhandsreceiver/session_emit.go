@@ -10,6 +10,7 @@ import (
 
 	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
+	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
 
 // syncUsageWaitLocked arms the wait of a run.finished the decorator holds
@@ -43,7 +44,7 @@ func (s *session) stopUsageWaitLocked() {
 // usage.
 func (s *session) releaseHeldLocked(ctx context.Context) {
 	s.usageWait = nil
-	s.mapped = append(s.mapped, s.decorator.Release()...)
+	s.queueLocked(mapping.Event{}, nil)
 	s.flushLocked(ctx)
 }
 

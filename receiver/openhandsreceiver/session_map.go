@@ -31,7 +31,7 @@ func (s *session) undecodableLocked(ctx context.Context, reason string, size int
 	s.rl.Error("decode:"+s.id, "cannot decode agent-server input; emitting x.openhands.frame.undecodable in its place",
 		zap.String("conversation", s.id), zap.String("reason", reason), zap.Int("size_bytes", size), zap.Error(err))
 	out := s.mapper.Undecodable(mapping.Undecodable{Size: int64(size), Reason: reason}, time.Now())
-	s.mapped = append(s.mapped, s.decorator.Decorate(mapping.Event{}, out)...)
+	s.queueLocked(mapping.Event{}, out)
 }
 
 // isRepeatLocked reports whether ev was already processed. Only a stored
@@ -56,6 +56,17 @@ func (s *session) isRepeatLocked(ev mapping.Event, how delivery) bool {
 func (s *session) noteStoredLocked(ts string) {
 	s.durable.Cursor.ResumeTS = max(s.durable.Cursor.ResumeTS, ts)
 	s.stored++
+}
+
+// queueLocked is the one way an event enters the session's stream: out,
+// what ev was mapped to (the zero Event for what the receiver, the gate
+// or search makes on its own; mapping.At for one at a vendor time), goes
+// through the decorator, which puts a run.finished it holds ahead of out,
+// or holds out's own, and waits in mapped for flushLocked. An append that
+// skipped it would overtake a held run.finished (a child's stop once did).
+// s.mu must be held.
+func (s *session) queueLocked(ev mapping.Event, out []*aep.Event) {
+	s.mapped = append(s.mapped, s.decorator.Decorate(ev, out)...)
 }
 
 // processLocked dedupes, maps and batches one decoded event.
@@ -89,11 +100,10 @@ func (s *session) processLocked(ctx context.Context, ev mapping.Event, how deliv
 	if text, ok := userText(ev); ok && s.notes != nil {
 		out = s.notes.Said(text, out, now)
 	}
-	out = s.decorator.Decorate(ev, out)
+	s.queueLocked(ev, out)
 	s.linkLocked(ev, mapped)
 	s.noteTreeLocked(prev, mapped)
 	s.tel.mapped(ctx, time.Since(now))
-	s.mapped = append(s.mapped, out...)
 	if len(s.mapped) >= maxBatchEvents {
 		s.flushLocked(ctx)
 	}
