@@ -9,6 +9,7 @@ import (
 	"go/token"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -256,4 +257,97 @@ func onSession(fn *ast.FuncDecl) bool {
 	}
 	id, ok := star.X.(*ast.Ident)
 	return ok && id.Name == "session"
+}
+
+// TestSessionEmitsInQueueOrder: what a session emits takes its (epoch,
+// seq) in the order it was queued, contiguous from the first, whichever
+// door it came by; a stored event redelivered at or below the cursor is
+// a duplicate and emits nothing.
+func TestSessionEmitsInQueueOrder(t *testing.T) {
+	ctx := context.Background()
+	rig := newSessionRig(t, nil)
+	s := rig.open(t, freshState(7))
+	s.begin(ctx, "2026-07-12T09:00:00Z")
+	rig.feed(ctx, s, statusEvent(t, "s1", 0, "running"), actionEvent(t, "a1", 1000, "call_1", "resp-1"))
+	s.noteMetadata(ctx, "2026-07-12T10:00:01Z", metadata{Title: json.RawMessage(`"a title"`)})
+	rig.feed(ctx, s, statusEvent(t, "s2", 2000, "finished"))
+	emitted := len(rig.emitted(t))
+	s.handleDurable(ctx, 1, 1, actionEvent(t, "a1", 1000, "call_1", "resp-1"), nil)
+	s.flush(ctx)
+	assert.Len(t, rig.emitted(t), emitted, "a redelivery emits nothing")
+	s.end(ctx)
+
+	events := rig.emitted(t)
+	types := typesOf(events)
+	require.Equal(t, "session.started", types[0])
+	require.Equal(t, "session.ended", types[len(types)-1])
+	assert.Less(t, slices.Index(types, "run.started"), slices.Index(types, "tool.requested"))
+	assert.Less(t, slices.Index(types, "tool.requested"), slices.Index(types, "run.finished"))
+	for i, ev := range events {
+		require.NotNil(t, ev.Seq)
+		assert.Equal(t, int64(i), *ev.Seq, "%s", ev.Type)
+		assert.Equal(t, int64(7), *ev.Epoch, "%s", ev.Type)
+	}
+}
+
+// TestSessionRestoresFromDurableState: a session built on the state the
+// last one stored, as a restart builds it, goes on where it stopped: the
+// socket cursor, the next seq, the open run, and a run.finished the
+// decorator held for its usage, which the usage completes.
+func TestSessionRestoresFromDurableState(t *testing.T) {
+	ctx := context.Background()
+	mem := newMemStorage(nil)
+	first := newSessionRig(t, mem)
+	s := first.open(t, freshState(1))
+	first.holdRunFinished(t, s)
+	s.detached(ctx) // an orderly stop: the pipeline took every batch
+	before := first.emitted(t)
+
+	stored := first.set.journal.loadConversation(ctx, testSessionID)
+	require.NoError(t, stored.err)
+	assert.Nil(t, stored.pending, "an orderly stop leaves no batch to send again")
+	require.NotEmpty(t, stored.state.Decoration.Held, "the held run.finished is stored")
+
+	second := newSessionRig(t, mem) // the next process, on the same storage
+	restored := second.open(t, stored.state)
+	seq, id := restored.resumeCursor()
+	assert.Equal(t, first.seq, seq)
+	assert.Equal(t, "s2", id)
+	second.seq = seq
+	second.feed(ctx, restored, statsEvent(t, "st2", 2300, 250))
+
+	after := second.emitted(t)
+	require.NotEmpty(t, after)
+	finished := after[0]
+	require.Equal(t, "run.finished", finished.Type, "%v", typesOf(after))
+	assert.Equal(t, *before[len(before)-1].Seq+1, *finished.Seq, "seq goes on")
+	assert.Equal(t, int64(1), *finished.Epoch)
+	assert.Equal(t, before[slices.IndexFunc(before, func(ev *aep.Event) bool { return ev.Type == "run.started" })].Run, finished.Run)
+	assert.Equal(t, json.Number("250"), finished.Data["gen_ai.usage.input_tokens"], "the run's usage, completed after the restart")
+	assert.NotContains(t, typesOf(after), "session.started")
+}
+
+// TestSessionWritesControlWhenChanged: a session's control notes are
+// stored with its first write of its life, then only when they change:
+// batches and saves that leave them as they were write the state and the
+// batch alone.
+func TestSessionWritesControlWhenChanged(t *testing.T) {
+	ctx := context.Background()
+	client := newCountingClient()
+	s := gatedConversation(t, client).session
+	s.begin(ctx, "2026-07-12T09:00:00Z")
+	for i := range 5 {
+		s.handleDurable(ctx, int64(i), 1, statusEvent(t, "s"+strconv.Itoa(i), i, []string{"running", "idle"}[i%2]), nil)
+		s.flush(ctx)
+	}
+	require.NoError(t, s.Save(ctx))
+	assert.Equal(t, 6, client.sets["batch"], "one write-ahead a batch")
+	assert.Equal(t, 7, client.sets["state"], "the state with each batch, and the save")
+	assert.Equal(t, 1, client.sets["control"], "the control notes, unchanged, are written once")
+
+	s.mu.Lock()
+	s.notes = nil // the gate's notes change: here, to none
+	s.mu.Unlock()
+	require.NoError(t, s.Save(ctx))
+	assert.Equal(t, 2, client.sets["control"], "changed notes are written")
 }
