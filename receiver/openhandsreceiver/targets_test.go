@@ -225,6 +225,7 @@ func TestHTTPSDFailingSourceEndsNothing(t *testing.T) {
 	cfg.Targets.HTTPSD[0].MaxBytes = 4096
 	h := startHarness(t, cfg)
 	h.waitLive(conv, 1)
+	failed := func() int64 { return h.metric("otelcol_openhands_target_refreshes", "outcome", "failed") }
 	for _, fail := range []struct {
 		status int
 		body   string
@@ -234,12 +235,15 @@ func TestHTTPSDFailingSourceEndsNothing(t *testing.T) {
 		{http.StatusOK, `[{"targets":[],"labels":{"pad":"` + strings.Repeat("x", 5000) + `"}}]`},
 	} {
 		sd.answer(fail.status, []byte(fail.body))
-		time.Sleep(200 * time.Millisecond) // several refreshes of the failing source
+		// Several refreshes of the failing source: one may have begun
+		// before the answer changed.
+		want := failed() + 3
+		require.Eventually(t, func() bool { return failed() >= want }, waitFor, tick)
 	}
 	mustAppend(t, conv, oh.MessageEvent("user", "still observed"))
 	h.waitTypes(conv.ID(), "x.openhands.message.event")
 	assert.Zero(t, count(h.session(conv.ID()), "session.ended"), "a failed refresh never ends a session")
-	assert.Positive(t, h.metric("otelcol_openhands_target_refreshes", "outcome", "failed"))
+	assert.Positive(t, failed())
 
 	sd.serve(t) // a good, empty set: a goes, alive, after grace
 	waitSockets(t, conv, 0)
