@@ -108,8 +108,8 @@ func newSession(set *sessionSettings, id string, lineage mapping.Lineage, state 
 func (s *session) begin(ctx context.Context, createdAt string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	created, err := time.Parse(time.RFC3339Nano, createdAt)
-	if err != nil {
+	created, ok := mapping.ParseVendorTime(createdAt)
+	if !ok {
 		created = time.Now()
 	}
 	if start := s.mapper.Start(created, time.Now()); start != nil {
@@ -386,11 +386,11 @@ func (s *session) extends(ev mapping.Event) bool {
 func (s *session) noteMetadata(ctx context.Context, updatedAt string, meta metadata) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	at, err := time.Parse(time.RFC3339Nano, updatedAt)
-	if err == nil && at.Before(s.metadata.at) {
+	at, ok := mapping.ParseVendorTime(updatedAt)
+	if ok && at.Before(s.metadata.at) {
 		return
 	}
-	if err == nil {
+	if ok {
 		s.metadata.at = at
 	}
 	value, err := aep.DecodeValue(meta.Title)

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/ratelog"
+	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
 
 // serverWatch discovers one agent server's conversations by polling
@@ -261,8 +262,8 @@ func (w *serverWatch) takeListed(ctx context.Context, items []searchItem, listed
 func (w *serverWatch) noteFromEnd(info conversationInfo) {
 	_, known := w.convs[info.ID]
 	_, asleep := w.persisted[info.ID]
-	created, err := time.Parse(time.RFC3339Nano, info.CreatedAt)
-	if w.startAtEnd && !known && !asleep && err == nil && created.UnixNano() <= w.startedAt {
+	created, ok := mapping.ParseVendorTime(info.CreatedAt)
+	if w.startAtEnd && !known && !asleep && ok && created.UnixNano() <= w.startedAt {
 		w.fromEnd[info.ID] = struct{}{}
 	}
 }
@@ -490,8 +491,8 @@ func (w *serverWatch) reportOverflow(ctx context.Context, waiting int) {
 // updatedAt orders conversations by their last update; an unreadable one
 // sorts last.
 func updatedAt(info conversationInfo) int64 {
-	t, err := time.Parse(time.RFC3339Nano, info.UpdatedAt)
-	if err != nil {
+	t, ok := mapping.ParseVendorTime(info.UpdatedAt)
+	if !ok {
 		return math.MinInt64
 	}
 	return t.UnixNano()

@@ -181,7 +181,7 @@ func (d *Decorator) resetRun() {
 
 // decorate decorates out and returns what is not held back.
 func (d *Decorator) decorate(ts string, fields map[string]any, out []*aep.Event) []*aep.Event {
-	at, timed := parseVendorTime(ts)
+	at, timed := ParseVendorTime(ts)
 	hold := -1
 	for i, o := range out {
 		switch o.Type {
@@ -192,7 +192,7 @@ func (d *Decorator) decorate(ts string, fields map[string]any, out []*aep.Event)
 		case typeAttentionRequested:
 			d.s.AttentionAt = ts
 		case typeAttentionResolved:
-			if start, ok := parseVendorTime(d.s.AttentionAt); ok && timed {
+			if start, ok := ParseVendorTime(d.s.AttentionAt); ok && timed {
 				set(o, "latency_ms", millis(at.Sub(start)))
 			}
 			d.s.AttentionAt = ""
@@ -268,7 +268,7 @@ func (d *Decorator) answered(o *aep.Event, key string, at time.Time, timed bool)
 	if o.Type != "tool.completed" && o.Type != "tool.failed" {
 		return // tool.denied has no duration_ms
 	}
-	if start, ok := parseVendorTime(call.At); ok && timed {
+	if start, ok := ParseVendorTime(call.At); ok && timed {
 		set(o, "duration_ms", millis(at.Sub(start)))
 	}
 }
@@ -281,7 +281,7 @@ func (d *Decorator) answered(o *aep.Event, key string, at time.Time, timed bool)
 func (d *Decorator) runEnded(o *aep.Event, at time.Time, timed bool) (hold bool) {
 	started := d.s.RunStartedAt
 	d.s.RunStartedAt = ""
-	start, ok := parseVendorTime(started)
+	start, ok := ParseVendorTime(started)
 	if ok && timed {
 		set(o, "duration_ms", millis(at.Sub(start)))
 	}
@@ -363,14 +363,6 @@ func (s Stats) total() Usage {
 		t.HasCost = t.HasCost || u.HasCost
 	}
 	return t
-}
-
-func parseVendorTime(ts string) (time.Time, bool) {
-	if ts == "" {
-		return time.Time{}, false
-	}
-	t := vendorTime(ts, time.Time{})
-	return t, !t.IsZero()
 }
 
 // millis is a non-negative duration in whole milliseconds, as a JSON integer.
