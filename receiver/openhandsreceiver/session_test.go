@@ -82,14 +82,6 @@ func (r *sessionRig) emitted(t *testing.T) []*aep.Event {
 	return aeptest.EventsOf(t, r.sink.AllLogs()...)
 }
 
-func typesOf(events []*aep.Event) []string {
-	types := make([]string, len(events))
-	for i, ev := range events {
-		types[i] = ev.Type
-	}
-	return types
-}
-
 // vendorAt is a vendor event of kind, ms milliseconds into the test's
 // hour, decoded as the socket decodes it.
 func vendorAt(t *testing.T, kind, id string, ms int, fields map[string]any) mapping.Event {
@@ -156,7 +148,7 @@ func (r *sessionRig) holdRunFinished(t *testing.T, s *session) {
 		statusEvent(t, "s2", 2200, "finished"),
 	)
 	require.True(t, s.decorator.Holding(), "the run.finished waits for its last response's stats")
-	require.NotContains(t, typesOf(r.emitted(t)), "run.finished")
+	require.NotContains(t, types(r.emitted(t)), "run.finished")
 }
 
 // TestSessionQueuesBehindHeldRunFinished: whatever enters a session's
@@ -196,11 +188,11 @@ func TestSessionQueuesBehindHeldRunFinished(t *testing.T) {
 
 			tc.door(s)
 
-			types := typesOf(rig.emitted(t))
-			require.Equal(t, tc.typ, types[len(types)-1], "%s emits %s last: %v", tc.name, tc.typ, types)
-			finished, door := slices.Index(types, "run.finished"), len(types)-1
-			require.NotEqual(t, -1, finished, "the held run.finished leaves before %s: %v", tc.typ, types)
-			assert.Less(t, finished, door, "%v", types)
+			got := types(rig.emitted(t))
+			require.Equal(t, tc.typ, got[len(got)-1], "%s emits %s last: %v", tc.name, tc.typ, got)
+			finished, door := slices.Index(got, "run.finished"), len(got)-1
+			require.NotEqual(t, -1, finished, "the held run.finished leaves before %s: %v", tc.typ, got)
+			assert.Less(t, finished, door, "%v", got)
 		})
 	}
 }
@@ -278,11 +270,11 @@ func TestSessionEmitsInQueueOrder(t *testing.T) {
 	s.end(ctx)
 
 	events := rig.emitted(t)
-	types := typesOf(events)
-	require.Equal(t, "session.started", types[0])
-	require.Equal(t, "session.ended", types[len(types)-1])
-	assert.Less(t, slices.Index(types, "run.started"), slices.Index(types, "tool.requested"))
-	assert.Less(t, slices.Index(types, "tool.requested"), slices.Index(types, "run.finished"))
+	got := types(events)
+	require.Equal(t, "session.started", got[0])
+	require.Equal(t, "session.ended", got[len(got)-1])
+	assert.Less(t, slices.Index(got, "run.started"), slices.Index(got, "tool.requested"))
+	assert.Less(t, slices.Index(got, "tool.requested"), slices.Index(got, "run.finished"))
 	for i, ev := range events {
 		require.NotNil(t, ev.Seq)
 		assert.Equal(t, int64(i), *ev.Seq, "%s", ev.Type)
@@ -319,12 +311,12 @@ func TestSessionRestoresFromDurableState(t *testing.T) {
 	after := second.emitted(t)
 	require.NotEmpty(t, after)
 	finished := after[0]
-	require.Equal(t, "run.finished", finished.Type, "%v", typesOf(after))
+	require.Equal(t, "run.finished", finished.Type, "%v", types(after))
 	assert.Equal(t, *before[len(before)-1].Seq+1, *finished.Seq, "seq goes on")
 	assert.Equal(t, int64(1), *finished.Epoch)
 	assert.Equal(t, before[slices.IndexFunc(before, func(ev *aep.Event) bool { return ev.Type == "run.started" })].Run, finished.Run)
 	assert.Equal(t, json.Number("250"), finished.Data["gen_ai.usage.input_tokens"], "the run's usage, completed after the restart")
-	assert.NotContains(t, typesOf(after), "session.started")
+	assert.NotContains(t, types(after), "session.started")
 }
 
 // TestSessionWritesControlWhenChanged: a session's control notes are
