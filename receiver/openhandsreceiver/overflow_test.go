@@ -24,6 +24,11 @@ func TestMaxConversationsOverflow(t *testing.T) {
 	mustAppend(t, older, oh.MessageEvent("user", "updated after creation"))
 	mustAppend(t, newer, oh.MessageEvent("user", "updated later"))
 	mustAppend(t, newest, oh.MessageEvent("user", "updated last"))
+	// The two that get slots run: an idle one quiet for a poll interval
+	// gives its slot up to a waiting one (TestNewActivityIsNotStarvedByIdleHistory),
+	// which under load had a slot's waiting pair attach together.
+	mustStatus(t, newer, oh.StatusRunning)
+	mustStatus(t, newest, oh.StatusRunning)
 
 	core, logs := observer.New(zapcore.WarnLevel)
 	cfg := fastConfig(socketSession, stub)
