@@ -1,17 +1,14 @@
 package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 
 	"go.opentelemetry.io/collector/component"
-	"go.uber.org/zap"
 
 	"github.com/otelcol-openhands/otelcol-openhands/extension/openhandscontrol"
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
 
@@ -89,49 +86,9 @@ func (x *sessionIndex) Sessions(id string) []openhandscontrol.Session {
 // Servers implements openhandscontrol.Observer.
 func (x *sessionIndex) Servers() []openhandscontrol.Server { return x.servers }
 
-var _ openhandscontrol.Session = (*session)(nil)
-
-// Server implements openhandscontrol.Session: the REST base, key and
-// client the receiver observes the conversation with.
-func (s *session) Server() openhandscontrol.Server { return s.server.control() }
-
 // control is the server as the gate writes to it.
 func (api *serverClient) control() openhandscontrol.Server {
 	return openhandscontrol.Server{Name: api.name, Base: api.base, Key: api.key, Client: api.client}
-}
-
-// Control implements openhandscontrol.Session: what fn returns leaves at
-// once, after whatever was mapped before it, through the one emission path
-// (emitLocked: positions, write-ahead, pipeline).
-func (s *session) Control(ctx context.Context, fn func(n *openhandscontrol.Notes) []*aep.Event) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.mapped = append(s.mapped, fn(s.notes)...)
-	s.flushLocked(ctx)
-}
-
-// Resend implements openhandscontrol.Session: the recorded ack goes to the
-// pipeline again at its recorded position. It is a redelivery, so it is not
-// written ahead: a crash loses at most a re-ack, which the sender's retry
-// asks for again.
-func (s *session) Resend(ctx context.Context, ev *aep.Event) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.flushLocked(ctx)
-	if err := s.emitter.consume(ctx, s.emitter.records([]*aep.Event{ev})); err != nil {
-		s.rl.Error("emit:"+s.id, "could not re-send a recorded control ack", zap.String("conversation", s.id), zap.Error(err))
-	}
-}
-
-// Save implements openhandscontrol.Session: what was mapped leaves, then
-// the session's state, its control notes included, is stored alone.
-// The batch stored last stays: the state stored with it differs from this
-// one only in what emitted nothing.
-func (s *session) Save(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.flushLocked(ctx)
-	return s.saveStateLocked(ctx)
 }
 
 // userText is the text of a user message (its text parts, joined), which

@@ -42,8 +42,6 @@ const (
 	// frames that are already waiting are mapped into one batch (one
 	// ConsumeLogs, one write-ahead), a lone frame goes out at once.
 	maxBatchEvents = 128
-	// vendorTimeLayout is the server's naive isoformat() with microseconds.
-	vendorTimeLayout = "2006-01-02T15:04:05.999999"
 	// usageWait bounds how long a run.finished waits for the stats update
 	// of its run's last LLM response (mapping.Decorator); the server
 	// publishes it within milliseconds of the run's end.
@@ -550,9 +548,9 @@ func (c *conversation) replayHistory(ctx context.Context) error {
 // predates reports whether vendor timestamp ts is strictly older than
 // newest; unreadable timestamps predate nothing.
 func predates(ts, newest string) bool {
-	t, err1 := time.Parse(vendorTimeLayout, ts)
-	n, err2 := time.Parse(vendorTimeLayout, newest)
-	return err1 == nil && err2 == nil && t.Before(n)
+	t, ok1 := mapping.ParseVendorTime(ts)
+	n, ok2 := mapping.ParseVendorTime(newest)
+	return ok1 && ok2 && t.Before(n)
 }
 
 // resumeFrom is the timestamp__gte of a reconnect's history page.
@@ -560,8 +558,8 @@ func resumeFrom(ts string) string {
 	if ts == "" {
 		return ""
 	}
-	t, err := time.Parse(vendorTimeLayout, ts)
-	if err != nil {
+	t, ok := mapping.ParseVendorTime(ts)
+	if !ok {
 		return ts
 	}
 	return t.Add(-resumeMargin).Format("2006-01-02T15:04:05.000000")

@@ -2,9 +2,9 @@ package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openha
 
 import (
 	"math"
-	"time"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/recent"
+	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
 
 // overlapIDs is one conversation's vendor-id dedupe, bounded by what can
@@ -57,7 +57,7 @@ func (o *overlapIDs) add(id, ts string) bool {
 		return false
 	}
 	at := o.newest
-	if t, ok := parseVendorTime(ts); ok {
+	if t, ok := mapping.ParseVendorTime(ts); ok {
 		at = t.UnixNano()
 	}
 	o.newest = max(o.newest, at)
@@ -100,7 +100,7 @@ func (o *overlapIDs) retire(id string) bool {
 // (the connection's first frame; "" keeps every id) until historyDone.
 func (o *overlapIDs) hold(subscribedTS string) {
 	o.holding, o.holdFloor, o.holdUntil = true, math.MinInt64, math.MaxInt64
-	if t, ok := parseVendorTime(subscribedTS); ok {
+	if t, ok := mapping.ParseVendorTime(subscribedTS); ok {
 		o.holdFloor = t.Add(-resumeMargin).UnixNano()
 	}
 }
@@ -155,16 +155,6 @@ func (o *overlapIDs) prune() {
 		}
 		o.index, o.peak = index, len(index)
 	}
-}
-
-// parseVendorTime reads the server's naive timestamp, with or without
-// microseconds.
-func parseVendorTime(ts string) (time.Time, bool) {
-	if ts == "" {
-		return time.Time{}, false
-	}
-	t, err := time.Parse(vendorTimeLayout, ts)
-	return t, err == nil
 }
 
 // recentIDs remembers the last capacity ids: the conversations a server

@@ -132,8 +132,35 @@ func rounds(stub *oh.Server) int { return len(requests(stub, "/api/conversations
 // waitRounds waits for n more rounds.
 func waitRounds(t *testing.T, stub *oh.Server, n int) {
 	t.Helper()
-	want := rounds(stub) + n
-	require.Eventually(t, func() bool { return rounds(stub) >= want }, waitFor, tick)
+	waitMore(t, stub, rounds, n)
+}
+
+// roundsBegun is how many discovery rounds have begun, failed ones
+// included: each opens with the first page of the listing by update.
+func roundsBegun(stub *oh.Server) int {
+	n := 0
+	for _, r := range requests(stub, "/api/conversations/search") {
+		if q, err := url.ParseQuery(r.RawQuery); err == nil && q.Get("sort_order") == byUpdate && !q.Has("page_id") {
+			n++
+		}
+	}
+	return n
+}
+
+// waitRoundsEnded waits for n more rounds, failed ones included, to run
+// to their end: a server's rounds run one after the other, so n have
+// ended once n+1 more have begun. What did not happen by then, n rounds
+// did not do.
+func waitRoundsEnded(t *testing.T, stub *oh.Server, n int) {
+	t.Helper()
+	waitMore(t, stub, roundsBegun, n+1)
+}
+
+// waitMore waits until counter shows n more than it does now.
+func waitMore(t *testing.T, stub *oh.Server, counter func(*oh.Server) int, n int) {
+	t.Helper()
+	want := counter(stub) + n
+	require.Eventually(t, func() bool { return counter(stub) >= want }, waitFor, tick)
 }
 
 // TestDiscoveryCostsWhatChanged: the first round lists everything,
@@ -295,7 +322,7 @@ func TestFailedRoundEndsNothing(t *testing.T) {
 		waitSockets(t, c, 1)
 	}
 	require.Eventually(t, func() bool { return h.host.last() == componentstatus.StatusRecoverableError }, waitFor, tick)
-	time.Sleep(5 * cfg.PollInterval)
+	waitRoundsEnded(t, stub, 5)
 	assert.Empty(t, requests(stub, "/api/conversations"), "looked up after a failed round")
 	assert.Zero(t, count(h.session(known.ID()), "session.ended"))
 	assert.Equal(t, 1, known.Sockets())

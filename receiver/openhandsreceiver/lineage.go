@@ -3,7 +3,6 @@ package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openha
 import (
 	"strings"
 
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/recent"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
@@ -44,31 +43,6 @@ func parentID(ev mapping.Event) string {
 		return ""
 	}
 	return p
-}
-
-// linkLocked sets, on the AEP events mapped from ev that are still without
-// a cause once decorated, the AEP event its parent_id was mapped to, and
-// records ev's own. The answers of tool calls and attention requests are
-// left alone: their cause is what they answer (mapping.Decorator), and it
-// keys their spans (internal/aep/runtrace).
-func (s *session) linkLocked(ev mapping.Event, mapped []*aep.Event) {
-	if ev.Transient() {
-		return // never stored, never a parent
-	}
-	first := ""
-	if len(mapped) > 0 {
-		first = mapped[0].ID
-	}
-	s.vendorIDs.Put(ev.ID(), first)
-	parent := s.vendorIDs.Get(parentID(ev))
-	if parent == "" {
-		return
-	}
-	for _, out := range mapped {
-		if out.Cause == "" && !answers(out.Type) {
-			out.Cause = parent
-		}
-	}
 }
 
 // answers reports whether typ answers a tool call or an attention request.

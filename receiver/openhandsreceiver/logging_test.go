@@ -2,7 +2,6 @@ package openhandsreceiver
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"go.uber.org/zap"
@@ -19,7 +18,7 @@ func TestEveryFailingServerIsLogged(t *testing.T) {
 	slow, other := startStub(t), startStub(t)
 	core, logs := observer.New(zapcore.WarnLevel)
 	slow.SetConversationSearchFault(oh.SearchServerError)
-	h := startHarnessLogging(t, fastConfig(socketEvents, slow, other), nil, zap.New(core))
+	startHarnessLogging(t, fastConfig(socketEvents, slow, other), nil, zap.New(core))
 
 	failures := func() map[string]int {
 		byServer := map[string]int{}
@@ -35,7 +34,8 @@ func TestEveryFailingServerIsLogged(t *testing.T) {
 	other.SetConversationSearchFault(oh.SearchGarbage)
 	assert.Eventually(t, func() bool { return failures()[other.Addr()] == 1 }, waitFor, tick,
 		"the second server's failure must be logged while the first keeps failing")
-	time.Sleep(3 * h.rcv.cfg.PollInterval)
+	waitRoundsEnded(t, slow, 3)
+	waitRoundsEnded(t, other, 3)
 	assert.Equal(t, map[string]int{slow.Addr(): 1, other.Addr(): 1}, failures(), "one line per server per interval")
 }
 

@@ -622,7 +622,7 @@ func TestSessionEndsWhenConversationDisappears(t *testing.T) {
 		got := h.waitTypes(conv.ID(), "session.ended")
 		assert.Equal(t, "killed", last(got, "session.ended").Data["reason"])
 		// Later polls must not bring it back.
-		time.Sleep(5 * fastConfig(socket, stub).PollInterval)
+		waitRoundsEnded(t, stub, 5)
 		assert.Equal(t, 1, count(h.session(conv.ID()), "session.started"))
 		h.validate()
 	})
@@ -681,9 +681,9 @@ func TestBadInputKeepsOtherConversationsFlowing(t *testing.T) {
 
 		// Garbage and looping search pages: logged, existing sessions unharmed.
 		stub.SetConversationSearchFault(oh.SearchLoop)
-		time.Sleep(3 * h.rcv.cfg.PollInterval)
+		waitRoundsEnded(t, stub, 3)
 		stub.SetConversationSearchFault(oh.SearchGarbage)
-		time.Sleep(3 * h.rcv.cfg.PollInterval)
+		waitRoundsEnded(t, stub, 3)
 		assert.Equal(t, componentstatus.StatusRecoverableError, h.host.last())
 		stub.SetConversationSearchFault(oh.SearchOK)
 		assert.Eventually(t, func() bool { return h.host.last() == componentstatus.StatusOK }, waitFor, tick)

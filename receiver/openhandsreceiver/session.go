@@ -2,7 +2,6 @@ package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openha
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -109,12 +108,12 @@ func newSession(set *sessionSettings, id string, lineage mapping.Lineage, state 
 func (s *session) begin(ctx context.Context, createdAt string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	created, err := time.Parse(time.RFC3339Nano, createdAt)
-	if err != nil {
+	created, ok := mapping.ParseVendorTime(createdAt)
+	if !ok {
 		created = time.Now()
 	}
 	if start := s.mapper.Start(created, time.Now()); start != nil {
-		s.mapped = append(s.mapped, s.decorator.Decorate(mapping.Event{}, []*aep.Event{start})...)
+		s.queueLocked(mapping.Event{}, []*aep.Event{start})
 	}
 	s.flushLocked(ctx)
 }
@@ -126,7 +125,7 @@ func (s *session) end(ctx context.Context) (handedOn bool) {
 	defer s.mu.Unlock()
 	ts := s.durable.Cursor.ResumeTS
 	out := s.mapper.End(time.Now(), ts) // nil once ended
-	s.mapped = append(s.mapped, s.decorator.DecorateEnd(ts, out)...)
+	s.queueLocked(mapping.At(ts), out)
 	return s.flushLocked(ctx)
 }
 
@@ -231,41 +230,6 @@ func (s *session) detached(ctx context.Context) {
 	s.markDoneLocked(ctx)
 }
 
-// syncUsageWaitLocked arms the wait of a run.finished the decorator holds
-// for its usage, keeps an armed one, or disarms it once nothing is held.
-func (s *session) syncUsageWaitLocked(ctx context.Context) {
-	switch {
-	case !s.decorator.Holding():
-		s.stopUsageWaitLocked()
-	case s.usageWait == nil:
-		s.usageWaits++
-		armed := s.usageWaits
-		s.usageWait = time.AfterFunc(usageWait, func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			if s.usageWaits == armed { // not disarmed meanwhile
-				s.releaseHeldLocked(ctx)
-			}
-		})
-	}
-}
-
-func (s *session) stopUsageWaitLocked() {
-	if s.usageWait != nil {
-		s.usageWait.Stop()
-		s.usageWait = nil
-		s.usageWaits++
-	}
-}
-
-// releaseHeldLocked emits a run.finished that waited usageWait for its
-// usage.
-func (s *session) releaseHeldLocked(ctx context.Context) {
-	s.usageWait = nil
-	s.mapped = append(s.mapped, s.decorator.Release()...)
-	s.flushLocked(ctx)
-}
-
 // resend hands on again a batch a crash may have kept from leaving, and
 // reports whether the pipeline took it. Its stored copy is deleted once
 // taken, unless the session ended: forgetting the session removes it.
@@ -308,37 +272,13 @@ func (s *session) oversize(seq int64, placeholder mapping.Oversize) {
 	s.durable.Cursor.DurableSeq, s.durable.Cursor.DurableID = seq, placeholder.ID
 	s.lastSeen = time.Now()
 	s.noteStoredLocked(placeholder.Timestamp)
-	s.mapped = append(s.mapped, s.decorator.Decorate(placeholder.Event(), s.mapper.Oversize(placeholder, time.Now()))...)
-}
-
-// count counts a decoded vendor event, and the numbers in it that ride as
-// text because no float64 holds them.
-func (s *session) count(ctx context.Context, ev mapping.Event) {
-	s.tel.vendorEvent(ev.Kind())
-	if n := ev.NumbersAsText(); n > 0 {
-		s.tel.numbersAsText.Add(ctx, int64(n))
-		s.rl.Warn("numbers:"+s.id, "an agent-server event has numbers beyond float64 range; they ride as strings of their digits",
-			zap.String("conversation", s.id), zap.String("vendor_event_id", ev.ID()), zap.Int("numbers", n))
-	}
+	s.queueLocked(placeholder.Event(), s.mapper.Oversize(placeholder, time.Now()))
 }
 
 func (s *session) undecodable(ctx context.Context, reason string, size int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.undecodableLocked(ctx, reason, size, err)
-}
-
-// undecodableLocked puts x.openhands.frame.undecodable, naming the size and
-// the reason, never the content, in place of a frame or event of size bytes
-// that cannot be decoded (reason: mapping.UndecodableFrame or
-// UndecodableEvent), before anything is sequenced: the session shows the
-// gap, and seq has none.
-func (s *session) undecodableLocked(ctx context.Context, reason string, size int, err error) {
-	s.tel.decodeError(ctx, reason)
-	s.rl.Error("decode:"+s.id, "cannot decode agent-server input; emitting x.openhands.frame.undecodable in its place",
-		zap.String("conversation", s.id), zap.String("reason", reason), zap.Int("size_bytes", size), zap.Error(err))
-	out := s.mapper.Undecodable(mapping.Undecodable{Size: int64(size), Reason: reason}, time.Now())
-	s.mapped = append(s.mapped, s.decorator.Decorate(mapping.Event{}, out)...)
 }
 
 // delivery is how an event reached the receiver, which decides whether it
@@ -353,75 +293,10 @@ const (
 	webhookPush                    // an event batch the server POSTed (webhook.go)
 )
 
-// isRepeatLocked reports whether ev was already processed. Only a stored
-// event can repeat: on the legacy socket across the resume margin and the
-// attach's buffered frames, on the session socket when the server sent it
-// as transient before it was persisted and later replays it as durable.
-func (s *session) isRepeatLocked(ev mapping.Event, how delivery) bool {
-	switch {
-	case how == durableFrame:
-		return s.overlap.retire(ev.ID())
-	case how == webhookPush:
-		return false // checked against either channel by pushedBeforeLocked
-	case ev.Transient():
-		return false // snapshots, deltas, socket errors: never stored, never repeated
-	default:
-		return !s.overlap.add(ev.ID(), ev.Timestamp())
-	}
-}
-
-// noteStoredLocked records that a new stored event, stamped ts, was
-// processed: the resume point and the measure of progress move.
-func (s *session) noteStoredLocked(ts string) {
-	s.durable.Cursor.ResumeTS = max(s.durable.Cursor.ResumeTS, ts)
-	s.stored++
-}
-
 func (s *session) process(ctx context.Context, ev mapping.Event, how delivery, connectSnapshot bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.processLocked(ctx, ev, how, connectSnapshot)
-}
-
-// processLocked dedupes, maps and batches one decoded event.
-func (s *session) processLocked(ctx context.Context, ev mapping.Event, how delivery, connectSnapshot bool) {
-	if s.mapper.Ended() {
-		return
-	}
-	if s.isRepeatLocked(ev, how) || s.pushedBeforeLocked(ev, how) {
-		s.tel.duplicates.Add(ctx, 1)
-		return
-	}
-	now := time.Now()
-	s.lastSeen = now
-	// A pushed event is not the socket's progress, nor its resume point,
-	// unless there is no socket (webhook.only).
-	if (how != webhookPush || s.pushOnly) && (how == durableFrame || how == legacyHistory || !ev.Transient()) {
-		s.noteStoredLocked(ev.Timestamp())
-	}
-	prev := s.mapper.Status()
-	var out []*aep.Event
-	if connectSnapshot || ev.Transient() && predates(ev.Timestamp(), s.durable.Cursor.ResumeTS) {
-		// A snapshot older than a persisted event already mapped (one that
-		// waited in the socket buffer while the legacy history was paged)
-		// must not move the status back: it is mapped as stale.
-		out = s.mapper.MapConnectSnapshot(ev, now)
-	} else {
-		out = s.mapper.Map(ev, now)
-	}
-	mapped := out
-	out = s.notes.Decorate(prev, out, now)
-	if text, ok := userText(ev); ok && s.notes != nil {
-		out = s.notes.Said(text, out, now)
-	}
-	out = s.decorator.Decorate(ev, out)
-	s.linkLocked(ev, mapped)
-	s.noteTreeLocked(prev, mapped)
-	s.tel.mapped(ctx, time.Since(now))
-	s.mapped = append(s.mapped, out...)
-	if len(s.mapped) >= maxBatchEvents {
-		s.flushLocked(ctx)
-	}
 }
 
 // flush emits what has been mapped and not yet emitted.
@@ -431,92 +306,111 @@ func (s *session) flush(ctx context.Context) {
 	s.flushLocked(ctx)
 }
 
-// flushLocked reports whether what was mapped, if anything, was handed on.
-func (s *session) flushLocked(ctx context.Context) bool {
-	if len(s.mapped) == 0 {
-		return true
-	}
-	events := s.mapped
-	s.mapped = nil
-	return s.emitLocked(ctx, events)
+var _ openhandscontrol.Session = (*session)(nil)
+
+// Server implements openhandscontrol.Session: the REST base, key and
+// client the receiver observes the conversation with.
+func (s *session) Server() openhandscontrol.Server { return s.server.control() }
+
+// Control implements openhandscontrol.Session: what fn returns leaves at
+// once, decorated like every other event and after whatever was mapped
+// before it, a run.finished the decorator holds included (queueLocked),
+// through the one emission path (emitLocked: positions, write-ahead,
+// pipeline).
+func (s *session) Control(ctx context.Context, fn func(n *openhandscontrol.Notes) []*aep.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queueLocked(mapping.Event{}, fn(s.notes))
+	s.flushLocked(ctx)
 }
 
-// emitLocked is the one place a session's events leave, in batches
-// (flushLocked): every event mapped since the last one. With storage,
-// the positioned batch is written ahead together with the state it leads
-// to, handed to the pipeline, then marked done; a crash anywhere in
-// between re-sends exactly those records on the next start (journal). It
-// reports whether they were handed on.
-func (s *session) emitLocked(ctx context.Context, events []*aep.Event) bool {
-	logs := s.emitter.batch(events)
-	if logs.LogRecordCount() == 0 {
-		return true
+// Resend implements openhandscontrol.Session: the recorded ack goes to the
+// pipeline again at its recorded position. It is a redelivery, so it is not
+// written ahead: a crash loses at most a re-ack, which the sender's retry
+// asks for again.
+func (s *session) Resend(ctx context.Context, ev *aep.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushLocked(ctx)
+	if err := s.emitter.consume(ctx, s.emitter.records([]*aep.Event{ev})); err != nil {
+		s.rl.Error("emit:"+s.id, "could not re-send a recorded control ack", zap.String("conversation", s.id), zap.Error(err))
 	}
-	if err := s.writeAheadLocked(ctx, logs); err != nil {
-		s.rl.Error("emit:"+s.id, "could not write AEP events ahead; they are not emitted",
-			zap.String("conversation", s.id), zap.Error(err))
-		return false
-	}
-	return s.consumeLocked(ctx, logs)
 }
 
-// consumeLocked hands a batch to the pipeline's consumer. A stored batch
-// the pipeline took needs no write of its own: the next write-ahead
-// replaces it, and markDoneLocked deletes the last one when the
-// conversation detaches. Until then a crash sends it again, a legal
-// redelivery; one storage write per batch instead of two is what that
-// buys. It reports whether the pipeline took the batch.
-func (s *session) consumeLocked(ctx context.Context, logs plog.Logs) bool {
-	if err := s.emitter.consume(ctx, logs); err != nil {
-		s.rl.Error("emit:"+s.id, "could not emit AEP events", zap.String("conversation", s.id), zap.Error(err))
-		return false
-	}
-	s.consumed = s.journal != nil
-	return true
+// Save implements openhandscontrol.Session: what was mapped leaves, then
+// the session's state, its control notes included, is stored alone.
+// The batch stored last stays: the state stored with it differs from this
+// one only in what emitted nothing.
+func (s *session) Save(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushLocked(ctx)
+	return s.saveStateLocked(ctx)
 }
 
-// markDoneLocked deletes the stored pending batch once the pipeline took
-// it, so that an orderly restart sends nothing again.
-func (s *session) markDoneLocked(ctx context.Context) {
-	if !s.consumed {
+// childStatus emits delegation.subagent.stopped when the mapping says the
+// child's status stops it (once per child it announced started),
+// decorated like every other event: its traceparent, and after a
+// run.finished the decorator holds.
+func (s *session) childStatus(ctx context.Context, child, status string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ev := s.mapper.SubagentStopped(child, status, time.Now())
+	if ev == nil {
 		return
 	}
-	s.consumed = false
-	if err := s.journal.done(ctx, s.id); err != nil {
-		s.tel.storageErrors.Add(ctx, 1)
-		s.rl.Warn("storage:"+s.id, "could not mark a batch done; a restart sends it again",
-			zap.String("conversation", s.id), zap.Error(err))
-	}
+	s.queueLocked(mapping.Event{}, []*aep.Event{ev})
+	s.flushLocked(ctx)
 }
 
-// writeAheadLocked persists logs with the state they lead to, retrying a
-// failing storage with the reconnect backoff: records leave only once a
-// crash can no longer make the receiver map their vendor events again.
-func (s *session) writeAheadLocked(ctx context.Context, logs plog.Logs) error {
-	if s.journal == nil {
-		return nil
+// run is the session's open run, "" when none is open.
+func (s *session) run() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mapper.Run()
+}
+
+// extends reports whether ev, a stored event, follows what was processed,
+// or was processed itself.
+func (s *session) extends(ev mapping.Event) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.vendorIDs.Has(ev.ID()) || s.extendsLocked(ev)
+}
+
+// noteMetadata emits, as state.delta of the session, the title when it
+// differs from the one last seen: on the first ConversationInfo of a
+// session if it is set, then each change. The server posts each snapshot
+// in a task of its own, so they can arrive out of order; an update moves
+// updated_at, and a snapshot older than the newest taken in is stale.
+func (s *session) noteMetadata(ctx context.Context, updatedAt string, meta metadata) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := mapping.ParseVendorTime(updatedAt)
+	if ok && at.Before(s.metadata.at) {
+		return
 	}
-	pending, err := encodeBatch(logs)
-	if err != nil {
-		return err
+	if ok {
+		s.metadata.at = at
 	}
-	state, control := s.snapshotLocked()
-	rawControl, err := s.controlChangeLocked(control)
-	if err != nil {
-		return err
+	value, err := aep.DecodeValue(meta.Title)
+	if len(meta.Title) == 0 || err != nil {
+		return // absent, or not JSON: nothing to say
 	}
-	for attempt := 0; ; attempt++ {
-		written, err := s.journal.writeAhead(ctx, s.id, state, rawControl, pending)
-		if err == nil {
-			s.controlWrittenLocked(control, rawControl)
-			s.tel.storageWritten.Add(ctx, int64(written))
-			s.consumed = false // the stored batch is this one now
-			return nil
-		}
-		s.tel.storageErrors.Add(ctx, 1)
-		s.rl.Warn("storage:"+s.id, "storage refused a write-ahead; retrying", zap.String("conversation", s.id), zap.Error(err))
-		if err := s.retry.Sleep(ctx, attempt); err != nil {
-			return fmt.Errorf("write-ahead: %w", err)
-		}
+	title := compactJSON(meta.Title)
+	if s.metadata.titled && s.metadata.title == title || !s.metadata.titled && isEmptyJSON(value) {
+		return
 	}
+	s.metadata.title, s.metadata.titled = title, true
+	out := s.mapper.Metadata("title", value, updatedAt, time.Now())
+	s.queueLocked(mapping.Event{}, out)
+	s.flushLocked(ctx)
+}
+
+// metaShown is the metadata a session last showed: the newest updated_at
+// taken in, and the title as compact JSON (titled once one was shown).
+type metaShown struct {
+	at     time.Time
+	title  string
+	titled bool
 }

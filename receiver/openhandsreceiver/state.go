@@ -1,7 +1,6 @@
 package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver"
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -109,37 +108,6 @@ func decodeState(raw []byte) (durableState, error) {
 	return s, nil
 }
 
-// snapshotLocked is the session's durable state now, and its control
-// state apart: the state's value, with the overlap window's ids, which
-// keep their own form, taken in; the control state is stored under a key
-// of its own, and only when it changed (controlChangeLocked). The copy
-// shares its maps with the live state, so it is encoded before s.mu is
-// released. s.mu must be held.
-func (s *session) snapshotLocked() (durableState, openhandscontrol.State) {
-	state := s.durable
-	state.Cursor.Recent = s.overlap.ids()
-	return state, s.notes.State()
-}
-
-// controlChangeLocked is the encoding of control when it differs from
-// the control state last stored, nil when it does not. The first store of
-// a session's life always writes it: a state an older release stored
-// holds it inline, and the state written next does not. s.mu must be held.
-func (s *session) controlChangeLocked(control openhandscontrol.State) ([]byte, error) {
-	if s.controlStored && sameControl(control, s.storedControl) {
-		return nil, nil
-	}
-	return encodeControl(control)
-}
-
-// controlWrittenLocked notes that control is the control state in
-// storage. s.mu must be held.
-func (s *session) controlWrittenLocked(control openhandscontrol.State, raw []byte) {
-	if raw != nil {
-		s.storedControl, s.controlStored = control, true
-	}
-}
-
 // sameControl reports whether two control states are the same: the gate
 // appends a decision (a new ack) or replaces a pending note, never edits
 // one in place.
@@ -163,24 +131,4 @@ func decodeControl(raw []byte) (openhandscontrol.State, error) {
 		return openhandscontrol.State{}, fmt.Errorf("decode conversation control state: %w", err)
 	}
 	return control, nil
-}
-
-// saveStateLocked stores the session's state alone, between batches
-// (openhandscontrol.Session.Save). s.mu must be held.
-func (s *session) saveStateLocked(ctx context.Context) error {
-	if s.journal == nil {
-		return nil
-	}
-	state, control := s.snapshotLocked()
-	raw, err := s.controlChangeLocked(control)
-	if err == nil {
-		var written int
-		if written, err = s.journal.saveState(ctx, s.id, state, raw); err == nil {
-			s.controlWrittenLocked(control, raw)
-			s.tel.storageWritten.Add(ctx, int64(written))
-			return nil
-		}
-	}
-	s.tel.storageErrors.Add(ctx, 1)
-	return err
 }

@@ -3,11 +3,9 @@ package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openha
 import (
 	"context"
 	"sync"
-	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/ratelog"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
@@ -69,28 +67,6 @@ func (w *serverWatch) noteChild(ctx context.Context, info conversationInfo) {
 	}
 }
 
-// childStatus emits delegation.subagent.stopped when the mapping says the
-// child's status stops it (once per child it announced started),
-// decorated like every other event: its traceparent, and after a
-// run.finished the decorator holds.
-func (s *session) childStatus(ctx context.Context, child, status string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ev := s.mapper.SubagentStopped(child, status, time.Now())
-	if ev == nil {
-		return
-	}
-	s.mapped = append(s.mapped, s.decorator.Decorate(mapping.Event{}, []*aep.Event{ev})...)
-	s.flushLocked(ctx)
-}
-
-// run is the session's open run, "" when none is open.
-func (s *session) run() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.mapper.Run()
-}
-
 // maxTreeMoves bounds the tree moves waiting for the watch goroutine;
 // one past it is dropped, and the next poll that shows the child stopped
 // reports it.
@@ -147,20 +123,6 @@ func (t *treeMoves) take() []treeMove {
 	}
 	clear(t.pending)
 	return out
-}
-
-// noteTreeLocked queues what this session's stream just showed of the
-// tree: its own status stopping it as a child, and each child it
-// announced (which may have stopped before the announcement was mapped).
-func (s *session) noteTreeLocked(prev string, mapped []*aep.Event) {
-	if status := s.mapper.Status(); status != prev && mapping.StopsChild(status) && s.mapper.Parent() != "" {
-		s.tree.add(treeMove{parent: s.mapper.Parent(), child: s.id, status: status})
-	}
-	for _, ev := range mapped {
-		if child, ok := s.mapper.StartedChild(ev); ok {
-			s.tree.add(treeMove{parent: s.id, child: child})
-		}
-	}
 }
 
 // treeMoved hands the queued child statuses to the parents this replica

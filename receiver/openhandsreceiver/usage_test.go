@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	oh "github.com/otelcol-openhands/otelcol-openhands/internal/testing/openhandstest"
+	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
 
 // statsValue is the server's stats state field: one usage id's totals.
@@ -93,10 +94,10 @@ func TestRunUsageSurvivesRestart(t *testing.T) {
 		f := last(got, "run.finished")
 		assert.Equal(t, json.Number("2100"), f.Data["gen_ai.usage.input_tokens"], "the baseline of 400 survived")
 		assert.Equal(t, json.Number("21"), f.Data["gen_ai.usage.output_tokens"])
-		start, err := time.Parse(vendorTimeLayout, running.Timestamp())
-		require.NoError(t, err)
-		end, err := time.Parse(vendorTimeLayout, finished.Timestamp())
-		require.NoError(t, err)
+		start, ok := mapping.ParseVendorTime(running.Timestamp())
+		require.True(t, ok)
+		end, ok := mapping.ParseVendorTime(finished.Timestamp())
+		require.True(t, ok)
 		assert.Equal(t, json.Number(strconv.FormatInt(end.Sub(start).Milliseconds(), 10)), f.Data["duration_ms"])
 		assert.Equal(t, last(h1.session(conv.ID()), "run.started").Traceparent, f.Traceparent)
 	})

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
@@ -334,14 +333,6 @@ func (c *conversation) takePushed(ctx context.Context, events []any) {
 	}
 }
 
-// extends reports whether ev, a stored event, follows what was processed,
-// or was processed itself.
-func (s *session) extends(ev mapping.Event) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.vendorIDs.Has(ev.ID()) || s.extendsLocked(ev)
-}
-
 // onlyState orders, with webhook.only, a conversation's backfills and
 // pushed batches: each runs whole before the next, so events are
 // processed in log order.
@@ -375,68 +366,6 @@ func (c *conversation) backfillLocked(ctx context.Context) bool {
 		return false
 	}
 	return true
-}
-
-// extendsLocked reports whether ev follows what was processed: its parent
-// was, or it is a root and nothing was, not even before a restart (the
-// socket cursor is stored; vendorIDs is not).
-func (s *session) extendsLocked(ev mapping.Event) bool {
-	if parent := parentID(ev); parent != "" {
-		return s.vendorIDs.Has(parent)
-	}
-	return s.vendorIDs.Len() == 0 && s.durable.Cursor.DurableSeq < 0 && s.durable.Cursor.ResumeTS == ""
-}
-
-// pushedBeforeLocked reports whether ev, a stored event, was already
-// processed from the other channel. A socket's copy of what the webhook
-// brought first is still the socket's progress (noteSearch must not take
-// it for stalled) and moves its resume point. Without a webhook the
-// socket's own dedupe (seq, overlapIDs) is the whole story.
-func (s *session) pushedBeforeLocked(ev mapping.Event, how delivery) bool {
-	if !s.webhook || ev.Transient() || !s.vendorIDs.Has(ev.ID()) {
-		return false
-	}
-	if how != webhookPush {
-		s.noteStoredLocked(ev.Timestamp())
-	}
-	return true
-}
-
-// noteMetadata emits, as state.delta of the session, the title when it
-// differs from the one last seen: on the first ConversationInfo of a
-// session if it is set, then each change. The server posts each snapshot
-// in a task of its own, so they can arrive out of order; an update moves
-// updated_at, and a snapshot older than the newest taken in is stale.
-func (s *session) noteMetadata(ctx context.Context, updatedAt string, meta metadata) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	at, err := time.Parse(time.RFC3339Nano, updatedAt)
-	if err == nil && at.Before(s.metadata.at) {
-		return
-	}
-	if err == nil {
-		s.metadata.at = at
-	}
-	value, err := aep.DecodeValue(meta.Title)
-	if len(meta.Title) == 0 || err != nil {
-		return // absent, or not JSON: nothing to say
-	}
-	title := compactJSON(meta.Title)
-	if s.metadata.titled && s.metadata.title == title || !s.metadata.titled && isEmptyJSON(value) {
-		return
-	}
-	s.metadata.title, s.metadata.titled = title, true
-	out := s.mapper.Metadata("title", value, updatedAt, time.Now())
-	s.mapped = append(s.mapped, s.decorator.Decorate(mapping.Event{}, out)...)
-	s.flushLocked(ctx)
-}
-
-// metaShown is the metadata a session last showed: the newest updated_at
-// taken in, and the title as compact JSON (titled once one was shown).
-type metaShown struct {
-	at     time.Time
-	title  string
-	titled bool
 }
 
 func compactJSON(raw json.RawMessage) string {

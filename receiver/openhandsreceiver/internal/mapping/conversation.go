@@ -345,16 +345,26 @@ type origin struct {
 	at  time.Time // the id's time part
 }
 
-// vendorTime reads a vendor timestamp as UTC (it is naive server-local;
-// with no offset on the wire, UTC is the only reading that invents
-// nothing), accepting both Python isoformat shapes and, should a future
-// server add one, an offset. It falls back to fallback.
-func vendorTime(ts string, fallback time.Time) time.Time {
+// ParseVendorTime is the one reading of the agent server's timestamps:
+// an event's, naive server-local, is read as UTC (with no offset on the
+// wire, UTC is the only reading that invents nothing), with or without
+// microseconds (both Python isoformat shapes); a ConversationInfo's, or
+// an event's should a future server add one, with its offset. False for
+// anything else.
+func ParseVendorTime(ts string) (time.Time, bool) {
 	if t, err := time.ParseInLocation("2006-01-02T15:04:05", ts, time.UTC); err == nil {
-		return t
+		return t, true
 	}
 	if t, err := time.Parse(time.RFC3339Nano, ts); err == nil {
-		return t.UTC()
+		return t.UTC(), true
+	}
+	return time.Time{}, false
+}
+
+// vendorTime is ParseVendorTime, falling back to fallback.
+func vendorTime(ts string, fallback time.Time) time.Time {
+	if t, ok := ParseVendorTime(ts); ok {
+		return t
 	}
 	return fallback
 }

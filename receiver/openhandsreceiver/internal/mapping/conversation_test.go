@@ -607,3 +607,25 @@ func TestMapConnectSnapshot(t *testing.T) {
 		assert.Equal(t, []string{"state.snapshot", "run.finished"}, types(out), "later snapshots drive the status again")
 	})
 }
+
+// TestParseVendorTime: the one reading of the server's timestamps, an
+// event's naive ones as UTC, a ConversationInfo's with their offset.
+func TestParseVendorTime(t *testing.T) {
+	for _, tc := range []struct {
+		ts   string
+		want time.Time
+		ok   bool
+	}{
+		{"2026-07-12T10:15:00.123456", time.Date(2026, 7, 12, 10, 15, 0, 123456000, time.UTC), true},
+		{"2026-07-12T10:15:00", time.Date(2026, 7, 12, 10, 15, 0, 0, time.UTC), true},
+		{"2026-07-12T10:15:00.5Z", time.Date(2026, 7, 12, 10, 15, 0, 500000000, time.UTC), true},
+		{"2026-07-12T12:15:00+02:00", time.Date(2026, 7, 12, 10, 15, 0, 0, time.UTC), true},
+		{"", time.Time{}, false},
+		{"yesterday", time.Time{}, false},
+		{"2026-07-12 10:15:00", time.Time{}, false},
+	} {
+		got, ok := ParseVendorTime(tc.ts)
+		assert.Equal(t, tc.ok, ok, "%q", tc.ts)
+		assert.True(t, tc.want.Equal(got), "%q: %v", tc.ts, got)
+	}
+}

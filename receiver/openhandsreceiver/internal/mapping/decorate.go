@@ -112,7 +112,10 @@ func NewDecorator(state *DecoratorState) *Decorator { return &Decorator{s: state
 // is not a stats update leaving it incomplete, and emitted before that
 // event's outputs: with the run's usage when the stats updates, or the run's
 // closing full_state snapshot, completed it, else with none. The receiver
-// bounds the wait in time with Release. Incomplete usage is never reported.
+// bounds the wait in time: Decorate of the zero Event and no events
+// releases what is held. Decorate of At(ts) and what Conversation.End
+// returned, a held run.finished going first, decorates a session's end.
+// Incomplete usage is never reported.
 func (d *Decorator) Decorate(ev Event, out []*aep.Event) []*aep.Event {
 	stats := false
 	if ev.kind == "ConversationStateUpdateEvent" {
@@ -140,16 +143,6 @@ func (d *Decorator) Decorate(ev Event, out []*aep.Event) []*aep.Event {
 	return append(emit, d.decorate(ev.timestamp, ev.Fields, out)...)
 }
 
-// DecorateEnd fills in the events Conversation.End returned; vendorTS is
-// the one End was given. A held run.finished goes first.
-func (d *Decorator) DecorateEnd(vendorTS string, out []*aep.Event) []*aep.Event {
-	var emit []*aep.Event
-	if d.s.Held != nil {
-		emit = d.release()
-	}
-	return append(emit, d.decorate(vendorTS, nil, out)...)
-}
-
 // countResponse counts the LLM response an agent event of the open run
 // came from: actions, agent messages and condensations name it.
 func (d *Decorator) countResponse(ev Event) {
@@ -171,15 +164,6 @@ func (d *Decorator) settled() bool { return d.s.RunStatsUpdates >= d.s.RunRespon
 // Holding reports whether a run.finished is held back.
 func (d *Decorator) Holding() bool { return d.s.Held != nil }
 
-// Release returns the held events, run.finished first, with its usage
-// when complete; nil when nothing is held.
-func (d *Decorator) Release() []*aep.Event {
-	if d.s.Held == nil {
-		return nil
-	}
-	return d.release()
-}
-
 func (d *Decorator) release() []*aep.Event {
 	held := d.s.Held
 	d.s.Held = nil
@@ -197,7 +181,7 @@ func (d *Decorator) resetRun() {
 
 // decorate decorates out and returns what is not held back.
 func (d *Decorator) decorate(ts string, fields map[string]any, out []*aep.Event) []*aep.Event {
-	at, timed := parseVendorTime(ts)
+	at, timed := ParseVendorTime(ts)
 	hold := -1
 	for i, o := range out {
 		switch o.Type {
@@ -208,7 +192,7 @@ func (d *Decorator) decorate(ts string, fields map[string]any, out []*aep.Event)
 		case typeAttentionRequested:
 			d.s.AttentionAt = ts
 		case typeAttentionResolved:
-			if start, ok := parseVendorTime(d.s.AttentionAt); ok && timed {
+			if start, ok := ParseVendorTime(d.s.AttentionAt); ok && timed {
 				set(o, "latency_ms", millis(at.Sub(start)))
 			}
 			d.s.AttentionAt = ""
@@ -284,7 +268,7 @@ func (d *Decorator) answered(o *aep.Event, key string, at time.Time, timed bool)
 	if o.Type != "tool.completed" && o.Type != "tool.failed" {
 		return // tool.denied has no duration_ms
 	}
-	if start, ok := parseVendorTime(call.At); ok && timed {
+	if start, ok := ParseVendorTime(call.At); ok && timed {
 		set(o, "duration_ms", millis(at.Sub(start)))
 	}
 }
@@ -297,7 +281,7 @@ func (d *Decorator) answered(o *aep.Event, key string, at time.Time, timed bool)
 func (d *Decorator) runEnded(o *aep.Event, at time.Time, timed bool) (hold bool) {
 	started := d.s.RunStartedAt
 	d.s.RunStartedAt = ""
-	start, ok := parseVendorTime(started)
+	start, ok := ParseVendorTime(started)
 	if ok && timed {
 		set(o, "duration_ms", millis(at.Sub(start)))
 	}
@@ -379,14 +363,6 @@ func (s Stats) total() Usage {
 		t.HasCost = t.HasCost || u.HasCost
 	}
 	return t
-}
-
-func parseVendorTime(ts string) (time.Time, bool) {
-	if ts == "" {
-		return time.Time{}, false
-	}
-	t := vendorTime(ts, time.Time{})
-	return t, !t.IsZero()
 }
 
 // millis is a non-negative duration in whole milliseconds, as a JSON integer.

@@ -238,7 +238,7 @@ func TestDecorateWaitsForTheRunsLastStats(t *testing.T) {
 		d := NewDecorator(&DecoratorState{})
 		script := lateStatsScript(t)
 		out := decorated(t, c, d, script[:len(script)-1]...)
-		out = append(out, d.DecorateEnd(at(3000), c.End(received, at(3000)))...)
+		out = append(out, d.Decorate(At(at(3000)), c.End(received, at(3000)))...)
 		finishedAfter(t, out)
 		assert.Equal(t, typeSessionEnded, out[len(out)-1].Type)
 	})
@@ -350,7 +350,7 @@ func TestDecorateEnd(t *testing.T) {
 	c := newConversation(t, testConfig(aep.CaptureMetadata, false))
 	d := NewDecorator(&DecoratorState{})
 	decorated(t, c, d, statusAt(t, "s1", at(0), StatusRunning))
-	out := d.DecorateEnd(at(2000), c.End(received, at(2000)))
+	out := d.Decorate(At(at(2000)), c.End(received, at(2000)))
 	cancelled := only(t, out, typeRunCancelled)[0]
 	assert.Equal(t, json.Number("2000"), cancelled.Data["duration_ms"])
 	assert.NotEmpty(t, cancelled.Traceparent)

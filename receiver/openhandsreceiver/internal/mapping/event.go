@@ -25,6 +25,11 @@ type Event struct {
 	numbersAsText               int
 }
 
+// At is no vendor event, stamped ts: what the receiver emits on its own at
+// a vendor time (a session's end at the newest one it saw) is decorated as
+// of At(ts), and as of the zero Event at no vendor time.
+func At(ts string) Event { return Event{timestamp: ts} }
+
 // Kind is the vendor class name, the union's discriminator.
 func (e Event) Kind() string { return e.kind }
 
