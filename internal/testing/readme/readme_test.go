@@ -277,7 +277,11 @@ var envRef = regexp.MustCompile(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)`)
 //   - ```yaml builder: part of an ocb builder configuration, which may list
 //     only components, providers and converters builder-config.yaml builds;
 //   - ```yaml kubernetes: a Kubernetes manifest, which must name its
-//     apiVersion and kind.
+//     apiVersion and kind;
+//   - ```yaml prometheus: a Prometheus configuration, read by Prometheus'
+//     own loader;
+//   - ```yaml grafana: a Grafana provisioning file, which must name its
+//     apiVersion.
 //
 // Any other fence fails: no block is skipped.
 func TestREADMEExamples(t *testing.T) {
@@ -325,9 +329,10 @@ func writeBlock(t *testing.T, b block) string {
 	return "file:" + path
 }
 
-// requireValidConfig is `validate`: the collector's own load, unmarshal
-// and validation of the whole configuration (DryRun).
-func requireValidConfig(t *testing.T, b block) {
+// validate is `otelcol-openhands validate`: the collector's own load,
+// unmarshal and validation of the whole configuration (DryRun).
+func validate(t *testing.T, b block) error {
+	t.Helper()
 	col, err := otelcol.NewCollector(otelcol.CollectorSettings{
 		BuildInfo:              component.BuildInfo{Command: "otelcol-openhands", Version: "readme"},
 		Factories:              factories,
@@ -335,7 +340,29 @@ func requireValidConfig(t *testing.T, b block) {
 		SkipSettingGRPCLogger:  true,
 	})
 	require.NoError(t, err)
-	require.NoError(t, col.DryRun(context.Background()))
+	return col.DryRun(context.Background())
+}
+
+func requireValidConfig(t *testing.T, b block) {
+	t.Helper()
+	require.NoError(t, validate(t, b))
+}
+
+// TestSecurityExampleRefusesUnsetToken: the top README's production
+// configuration, which TestREADMEExamples loads with its credentials set,
+// is refused with the OTLP ingest token unset, as the README says.
+func TestSecurityExampleRefusesUnsetToken(t *testing.T) {
+	blocks, err := yamlBlocks(filepath.Join(moduleRoot(t), "README.md"), "README.md")
+	require.NoError(t, err)
+	i := slices.IndexFunc(blocks, func(b block) bool {
+		return b.kind == "" && strings.Contains(b.text, "${env:OTLP_INGEST_TOKEN}")
+	})
+	require.GreaterOrEqual(t, i, 0, "README.md has no whole configuration naming OTLP_INGEST_TOKEN")
+	for _, m := range envRef.FindAllStringSubmatch(blocks[i].text, -1) {
+		t.Setenv(m[1], exampleEnv[m[1]])
+	}
+	t.Setenv("OTLP_INGEST_TOKEN", "")
+	require.ErrorContains(t, validate(t, blocks[i]), "bearertokenauth/otlp")
 }
 
 // requireValidFragment validates each component a fragment configures,
