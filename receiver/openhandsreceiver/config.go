@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep/capture"
@@ -105,6 +106,15 @@ type ServerConfig struct {
 	// descriptor budget if smaller (connectionBudget). The rest wait for a
 	// slot.
 	MaxConversations int `mapstructure:"max_conversations"`
+}
+
+// Unmarshal reads a server entry over the HTTP client's defaults, which an
+// entry of a list does not otherwise get: without them keep-alives are off,
+// and every poll would cost the agent server a new TCP (and TLS)
+// handshake. `keepalive: {enabled: false}` still turns them off.
+func (s *ServerConfig) Unmarshal(conf *confmap.Conf) error {
+	s.ClientConfig = confighttp.NewDefaultClientConfig()
+	return conf.Unmarshal(s)
 }
 
 // What start_at reads of the history a conversation has when a start

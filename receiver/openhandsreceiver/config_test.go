@@ -33,6 +33,7 @@ func TestLoadConfig(t *testing.T) {
 		require.NoError(t, confmap.Validate(cfg))
 		require.Len(t, cfg.Servers, 1)
 		assert.Equal(t, "http://127.0.0.1:8000", cfg.Servers[0].Endpoint)
+		assert.True(t, cfg.Servers[0].Keepalive.HasValue(), "a servers entry keeps its connections alive")
 		assert.Equal(t, 15*time.Second, cfg.PollInterval)
 		assert.Equal(t, "openhands", cfg.Agent)
 		assert.False(t, cfg.Deltas)
@@ -111,6 +112,9 @@ func TestLoadTargetsConfig(t *testing.T) {
 			tc.HTTPSD[0].withDefaults())
 		assert.Equal(t, "rk-1", string(tc.RuntimeAPI[0].APIKey))
 		assert.Equal(t, "ak-1", string(tc.AppServer[0].SessionAPIKey))
+		for i, client := range []*confighttp.ClientConfig{&tc.HTTPSD[0].ClientConfig, &tc.RuntimeAPI[0].ClientConfig, &tc.AppServer[0].ClientConfig} {
+			assert.True(t, client.Keepalive.HasValue(), "source %d keeps its connections alive", i)
+		}
 		assert.Equal(t, socketSession, tc.Socket)
 		assert.Equal(t, 2, tc.maxConversations())
 		assert.Equal(t, 300, tc.MaxTargets)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
@@ -247,7 +248,7 @@ func (p *targetPool) attach(ctx context.Context, t targets.Target) error {
 		p.rl.Warn("plaintext", "a discovered agent server's session key travels in the clear (http to a host that is not loopback)",
 			zap.String("server", t.ID))
 	}
-	sc := ServerConfig{SessionAPIKey: key, Name: t.ID, Socket: p.cfg.Socket}
+	sc := ServerConfig{ClientConfig: confighttp.NewDefaultClientConfig(), SessionAPIKey: key, Name: t.ID, Socket: p.cfg.Socket}
 	sc.Endpoint = t.Endpoint
 	sc.Timeout = p.cfg.Timeout
 	sc.TLS = p.cfg.TLS

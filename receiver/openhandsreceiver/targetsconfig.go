@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/config/configtls"
+	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/configcheck"
 	"github.com/otelcol-openhands/otelcol-openhands/internal/endpoint"
@@ -91,6 +92,13 @@ type HTTPSDConfig struct {
 	_ struct{}
 }
 
+// Unmarshal reads an http_sd entry over the HTTP client's defaults
+// (ServerConfig.Unmarshal says why).
+func (c *HTTPSDConfig) Unmarshal(conf *confmap.Conf) error {
+	c.ClientConfig = confighttp.NewDefaultClientConfig()
+	return conf.Unmarshal(c)
+}
+
 // RuntimeAPIConfig is one OpenHands runtime API.
 type RuntimeAPIConfig struct {
 	confighttp.ClientConfig `mapstructure:",squash"`
@@ -99,6 +107,13 @@ type RuntimeAPIConfig struct {
 	SourceLimits `mapstructure:",squash"`
 
 	_ struct{}
+}
+
+// Unmarshal reads a runtime_api entry over the HTTP client's defaults
+// (ServerConfig.Unmarshal says why).
+func (c *RuntimeAPIConfig) Unmarshal(conf *confmap.Conf) error {
+	c.ClientConfig = confighttp.NewDefaultClientConfig()
+	return conf.Unmarshal(c)
 }
 
 // AppServerConfig is one OpenHands app server.
@@ -110,6 +125,13 @@ type AppServerConfig struct {
 	SourceLimits  `mapstructure:",squash"`
 
 	_ struct{}
+}
+
+// Unmarshal reads an app_server entry over the HTTP client's defaults
+// (ServerConfig.Unmarshal says why).
+func (c *AppServerConfig) Unmarshal(conf *confmap.Conf) error {
+	c.ClientConfig = confighttp.NewDefaultClientConfig()
+	return conf.Unmarshal(c)
 }
 
 const (

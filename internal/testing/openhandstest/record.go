@@ -21,6 +21,9 @@ type Request struct {
 	// Status is the HTTP status answered; 101 for an accepted upgrade.
 	Status int
 	At     time.Time
+	// RemoteAddr is the client's address: requests on one connection
+	// share it.
+	RemoteAddr string
 }
 
 // IsWrite reports whether the request can change server state: anything but
@@ -139,12 +142,13 @@ func (s *Server) recordRequests(h http.Handler) http.Handler {
 		s.mu.Lock()
 		idx, gen := len(s.requests), s.recordingGen
 		s.requests = append(s.requests, Request{
-			Method:   r.Method,
-			Path:     r.URL.Path,
-			RawQuery: r.URL.RawQuery,
-			Header:   r.Header.Clone(),
-			Body:     body,
-			At:       time.Now(),
+			Method:     r.Method,
+			Path:       r.URL.Path,
+			RawQuery:   r.URL.RawQuery,
+			Header:     r.Header.Clone(),
+			Body:       body,
+			At:         time.Now(),
+			RemoteAddr: r.RemoteAddr,
 		})
 		s.mu.Unlock()
 		rec := &statusRecorder{ResponseWriter: w, onStatus: func(status int) {
