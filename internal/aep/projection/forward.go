@@ -75,9 +75,17 @@ func projectLogRecord(ev *aep.Event, lr plog.LogRecord, opts Options) error {
 	lr.SetSpanID(tc.spanID)
 	lr.SetFlags(plog.LogRecordFlags(tc.flags))
 
+	gated := opts.MaxCapture != "" && capture.Rank() > opts.MaxCapture.Rank()
 	attrs := lr.Attributes()
 	attrs.Clear()
-	attrs.EnsureCapacity(12 + len(ev.Extensions))
+	// Room for the standard attributes and the usual extras, the
+	// extensions and the hoisted gen_ai.* keys: the attributes are not
+	// grown as they are put.
+	hoisted := 0
+	if !gated {
+		hoisted = countGenAIKeys(ev.Data)
+	}
+	attrs.EnsureCapacity(12 + len(ev.Extensions) + hoisted)
 	attrs.PutStr(AttrAgentID, ev.Agent)
 	attrs.PutStr(AttrEventID, ev.ID)
 	attrs.PutStr(AttrCapture, string(capture))
@@ -94,7 +102,6 @@ func projectLogRecord(ev *aep.Event, lr plog.LogRecord, opts Options) error {
 	putStrIfPresent(attrs, AttrCausationID, ev.Cause)
 	putStrIfPresent(attrs, AttrSubject, ev.Subject)
 
-	gated := opts.MaxCapture != "" && capture.Rank() > opts.MaxCapture.Rank()
 	if err := putData(lr, ev.Data, gated); err != nil {
 		return err
 	}
@@ -146,12 +153,7 @@ func putData(lr plog.LogRecord, data map[string]any, gated bool) error {
 	}
 	var keyBuf [smallMap]string
 	keys := appendSortedKeys(keyBuf[:0], data)
-	bodyKeys := 0
-	for _, k := range keys {
-		if !strings.HasPrefix(k, GenAIPrefix) {
-			bodyKeys++
-		}
-	}
+	bodyKeys := len(keys) - countGenAIKeys(data)
 	attrs := lr.Attributes()
 	var body pcommon.Map // unset, and unused, when every key is gen_ai.*
 	if bodyKeys > 0 {
@@ -168,6 +170,18 @@ func putData(lr plog.LogRecord, data map[string]any, gated bool) error {
 		}
 	}
 	return nil
+}
+
+// countGenAIKeys is how many of data's top-level keys putData hoists to
+// attributes when the gate keeps the payload.
+func countGenAIKeys(data map[string]any) int {
+	n := 0
+	for k := range data {
+		if strings.HasPrefix(k, GenAIPrefix) {
+			n++
+		}
+	}
+	return n
 }
 
 func putExtension(attrs pcommon.Map, name string, value any) error {
