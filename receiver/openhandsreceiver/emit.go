@@ -53,16 +53,20 @@ func (e *sessionEmitter) project(events []*aep.Event, assign bool) plog.Logs {
 	e.resource.CopyTo(rl.Resource())
 	sl := rl.ScopeLogs().AppendEmpty()
 	sl.Scope().SetName(scopeName)
+	records := sl.LogRecords()
+	records.EnsureCapacity(len(events))
 	observed := pcommon.NewTimestampFromTime(time.Now())
 	for _, ev := range events {
 		if assign {
 			ev.Epoch, ev.Seq = aep.Int64(e.pos.Epoch), aep.Int64(e.pos.NextSeq)
 		}
-		lr := plog.NewLogRecord()
+		lr := records.AppendEmpty()
 		if err := projection.ToLogRecord(ev, lr, projection.Options{}); err != nil {
 			// The mapper built an event the projection refuses: a bug (what
 			// the projection cannot carry is made text or a stand-in when
-			// decoded), but one event must not stop the session.
+			// decoded), but one event must not stop the session. Its
+			// record, partly written, goes.
+			records.RemoveIf(func(r plog.LogRecord) bool { return r == lr })
 			if assign {
 				ev.Seq = nil
 			}
@@ -75,7 +79,6 @@ func (e *sessionEmitter) project(events []*aep.Event, assign bool) plog.Logs {
 			e.pos.NextSeq++
 		}
 		lr.SetObservedTimestamp(observed)
-		lr.MoveTo(sl.LogRecords().AppendEmpty())
 		e.tel.aepEvent(ev.Type)
 	}
 	return logs

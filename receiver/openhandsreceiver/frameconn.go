@@ -43,8 +43,10 @@ type frameConn struct {
 	w   int
 
 	framing bool
-	// frameLeft is what remains of the current frame to hand on.
+	// frameLeft is what remains of the current frame to hand on; final,
+	// whether that frame ends its message.
 	frameLeft int64
+	final     bool
 	// headEnd is how much of a response head's end ("\r\n\r\n") was
 	// last handed on, before startFrames.
 	headEnd int
@@ -115,7 +117,7 @@ func (c *frameConn) Read(p []byte) (int, error) {
 			if err := c.reserve(c.buf[c.r]&0x0f, payload); err != nil {
 				return 0, err
 			}
-			c.frameLeft = header + payload
+			c.frameLeft, c.final = header+payload, c.buf[c.r]&0x80 != 0
 			break
 		}
 		if err := c.fill(); err != nil {
@@ -169,6 +171,13 @@ func (c *frameConn) fill() error {
 			return err
 		}
 	}
+}
+
+// messageReceived reports whether the rest of the message being read is
+// received: its current frame is final and all in, so reading the rest
+// cannot block. Call it once the WebSocket reader has the message.
+func (c *frameConn) messageReceived() bool {
+	return c != nil && c.framing && c.final && c.frameLeft <= int64(c.w-c.r)
 }
 
 // wholeFrameWaiting reports whether a whole unfragmented data frame has

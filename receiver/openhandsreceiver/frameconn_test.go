@@ -119,6 +119,37 @@ func TestWholeFrameWaiting(t *testing.T) {
 	assert.False(t, none.wholeFrameWaiting(), "no frameConn: nothing is known to wait")
 }
 
+// TestMessageReceived: once the WebSocket reader has a message's header,
+// the rest can be read without waiting only if its frame ends the message
+// and is all in.
+func TestMessageReceived(t *testing.T) {
+	text := wsFrame(true, websocket.TextMessage, []byte(`{"type":"durable"}`), false)
+	first := wsFrame(false, websocket.TextMessage, []byte("part"), false)
+	for _, c := range []struct {
+		name     string
+		buffered []byte
+		want     bool
+	}{
+		{"a whole frame", text, true},
+		{"a whole frame and more", append(bytes.Clone(text), text[:5]...), true},
+		{"half a frame", text[:len(text)/2], false},
+		{"a message's first fragment", append(bytes.Clone(first), text...), false},
+		{"an empty frame", wsFrame(true, websocket.TextMessage, nil, false), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fc := newFrameConn(nil)
+			fc.startFrames(nil)
+			fc.w = copy(fc.buf, c.buffered)
+			n, err := fc.Read(make([]byte, 2)) // the header, as the reader takes it
+			require.NoError(t, err)
+			require.Equal(t, 2, n)
+			assert.Equal(t, c.want, fc.messageReceived())
+		})
+	}
+	var none *frameConn
+	assert.False(t, none.messageReceived(), "no frameConn: nothing is known received")
+}
+
 // TestFrameConnReadsAFrameAtATime feeds a response head and frames in
 // every chunking and checks that no read crosses the head's end or a
 // frame's end, and that the bytes pass unchanged.
@@ -293,3 +324,82 @@ func TestFrameBudgetBoundsFramesInFlight(t *testing.T) {
 type nopConn struct{ net.Conn }
 
 func (nopConn) Close() error { return nil }
+
+// deadlineCounter counts the read deadlines set on the connection.
+type deadlineCounter struct {
+	net.Conn
+	sets atomic.Int64
+}
+
+func (c *deadlineCounter) SetReadDeadline(t time.Time) error {
+	c.sets.Add(1)
+	return c.Conn.SetReadDeadline(t)
+}
+
+// TestFrameReaderMovesDeadlinesOnlyWhenNeeded: frames received whole are
+// read under the keepalive's deadline, set once for frames that follow
+// each other closely; a frame still arriving gets a deadline of its own,
+// and the keepalive's is set again after it.
+func TestFrameReaderMovesDeadlinesOnlyWhenNeeded(t *testing.T) {
+	frame := func(s string) []byte { return wsFrame(true, websocket.TextMessage, []byte(s), false) }
+	burst := bytes.Join([][]byte{frame("one"), frame("two"), frame("three")}, nil)
+	split := frame(strings.Repeat("s", 200))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		raw := conn.NetConn()
+		if _, _, err := conn.ReadMessage(); err != nil { // the client's go-ahead
+			return
+		}
+		_, _ = raw.Write(burst) // one write: the frames arrive together
+		if _, _, err := conn.ReadMessage(); err != nil {
+			return
+		}
+		_, _ = raw.Write(split[:50])
+		time.Sleep(100 * time.Millisecond) // the reader has the header, not the rest
+		_, _ = raw.Write(split[50:])
+		_, _ = raw.Write(frame("after"))
+		_, _, _ = conn.ReadMessage() // until the client goes
+	}))
+	defer srv.Close()
+
+	var counter *deadlineCounter
+	dialer := websocket.Dialer{ReadBufferSize: framedReadBuffer, NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		counter = &deadlineCounter{Conn: conn}
+		return newFrameConn(counter), nil
+	}}
+	conn, resp, err := dialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	defer conn.Close()
+	conn.NetConn().(*frameConn).startFrames(nil)
+	reader := newFrameReader(conn, 1<<20, defaultSocketSettings)
+	read := func(want string) {
+		t.Helper()
+		data, err := reader.read(nil)
+		require.NoError(t, err)
+		require.Equal(t, want, string(data))
+	}
+	counter.sets.Store(0)
+
+	require.NoError(t, conn.WriteMessage(websocket.TextMessage, []byte("go")))
+	time.Sleep(100 * time.Millisecond) // the burst is in the socket buffer
+	read("one")
+	read("two")
+	read("three")
+	assert.Equal(t, int64(1), counter.sets.Load(), "the keepalive's deadline, once")
+
+	require.NoError(t, conn.WriteMessage(websocket.TextMessage, []byte("more")))
+	read(strings.Repeat("s", 200))
+	assert.Equal(t, int64(2), counter.sets.Load(), "the frame still arriving has its own deadline")
+	read("after")
+	assert.Equal(t, int64(3), counter.sets.Load(), "then the keepalive's again")
+}

@@ -85,16 +85,22 @@ func stallCause(err error) string {
 // frameReader reads a conversation socket's text frames, at most limit
 // bytes each, and keeps its read deadline: between messages the
 // keepalive's (a frame or pong within pingInterval + pongWait), within one
-// the message's own. One goroutine reads; the pong handler runs on it.
+// the message's own, unless the message is already received whole. One
+// goroutine reads; the pong handler runs on it.
 type frameReader struct {
 	conn      *websocket.Conn
+	fc        *frameConn // the connection under conn; nil where there is none
 	limit     int64
 	settings  socketSettings
 	inMessage bool
+	// awaitedAt is when the keepalive's deadline was set, zero while a
+	// message's own deadline stands instead.
+	awaitedAt time.Time
 }
 
 func newFrameReader(conn *websocket.Conn, limit int64, settings socketSettings) *frameReader {
-	r := &frameReader{conn: conn, limit: limit, settings: settings}
+	fc, _ := conn.NetConn().(*frameConn)
+	r := &frameReader{conn: conn, fc: fc, limit: limit, settings: settings}
 	conn.SetPongHandler(func(string) error {
 		if r.inMessage {
 			return nil // between fragments of a message: its own deadline holds
@@ -104,10 +110,27 @@ func newFrameReader(conn *websocket.Conn, limit int64, settings socketSettings) 
 	return r
 }
 
+// awaitMessage puts the keepalive's deadline in force. One set less than
+// keepaliveSlack of the window ago stands: it falls due at most that much
+// early, and a socket delivering frames every few milliseconds does not
+// move its timer for each.
 func (r *frameReader) awaitMessage() error {
 	r.inMessage = false
-	return r.conn.SetReadDeadline(time.Now().Add(r.settings.pingInterval + r.settings.pongWait))
+	window := r.settings.pingInterval + r.settings.pongWait
+	now := time.Now()
+	if !r.awaitedAt.IsZero() && now.Sub(r.awaitedAt) < window/keepaliveSlack {
+		return nil
+	}
+	if err := r.conn.SetReadDeadline(now.Add(window)); err != nil {
+		return err
+	}
+	r.awaitedAt = now
+	return nil
 }
+
+// keepaliveSlack divides the keepalive's window into the part by which a
+// standing deadline may fall due early.
+const keepaliveSlack = 16
 
 // read reads the next text frame into buf's storage, which the frame
 // returned then shares: a caller done with each frame before the next
@@ -127,9 +150,17 @@ func (r *frameReader) read(buf []byte) ([]byte, error) {
 			continue // the server sends JSON text frames only
 		}
 		r.inMessage = true
-		start, covered := time.Now(), 0
-		if err := r.conn.SetReadDeadline(start.Add(r.settings.frameGrace)); err != nil {
-			return nil, err
+		// A message received whole is read without waiting: the
+		// keepalive's deadline may stand.
+		timed := !r.fc.messageReceived()
+		var start time.Time
+		covered := 0
+		if timed {
+			start = time.Now()
+			if err := r.conn.SetReadDeadline(start.Add(r.settings.frameGrace)); err != nil {
+				return nil, err
+			}
+			r.awaitedAt = time.Time{}
 		}
 		data := buf[:0]
 		for {
@@ -145,7 +176,7 @@ func (r *frameReader) read(buf []byte) ([]byte, error) {
 				return data, nil
 			case err != nil:
 				return nil, r.classify(err)
-			case len(data)-covered >= deadlineStep:
+			case timed && len(data)-covered >= deadlineStep:
 				covered = len(data)
 				due := start.Add(r.settings.frameGrace + time.Duration(int64(covered)*int64(time.Second)/r.settings.minFrameRate))
 				if err := r.conn.SetReadDeadline(due); err != nil {

@@ -97,8 +97,10 @@ func (s *session) processLocked(ctx context.Context, ev mapping.Event, how deliv
 	}
 	mapped := out
 	out = s.notes.Decorate(prev, out, now)
-	if text, ok := userText(ev); ok && s.notes != nil {
-		out = s.notes.Said(text, out, now)
+	if s.notes != nil {
+		if text, ok := userText(ev); ok {
+			out = s.notes.Said(text, out, now)
+		}
 	}
 	s.queueLocked(ev, out)
 	s.linkLocked(ev, mapped)

@@ -75,9 +75,15 @@ func projectLogRecord(ev *aep.Event, lr plog.LogRecord, opts Options) error {
 	lr.SetSpanID(tc.spanID)
 	lr.SetFlags(plog.LogRecordFlags(tc.flags))
 
+	// Lossless extras, each only when the standard fields cannot say it.
+	var timeText [maxDefaultTimeLen]byte
+	wireTime := ns == 0 || string(appendDefaultTime(timeText[:0], ns)) != ev.Time
+	wireTraceparentVersion := ev.Traceparent != "" && (tc.version != "00" || tc.traceID.IsEmpty())
+
+	gated := opts.MaxCapture != "" && capture.Rank() > opts.MaxCapture.Rank()
 	attrs := lr.Attributes()
 	attrs.Clear()
-	attrs.EnsureCapacity(12 + len(ev.Extensions))
+	attrs.EnsureCapacity(attributeCount(ev, gated, wireTime, wireTraceparentVersion))
 	attrs.PutStr(AttrAgentID, ev.Agent)
 	attrs.PutStr(AttrEventID, ev.ID)
 	attrs.PutStr(AttrCapture, string(capture))
@@ -94,18 +100,16 @@ func projectLogRecord(ev *aep.Event, lr plog.LogRecord, opts Options) error {
 	putStrIfPresent(attrs, AttrCausationID, ev.Cause)
 	putStrIfPresent(attrs, AttrSubject, ev.Subject)
 
-	gated := opts.MaxCapture != "" && capture.Rank() > opts.MaxCapture.Rank()
 	if err := putData(lr, ev.Data, gated); err != nil {
 		return err
 	}
 
-	// Lossless extras, each only when the standard fields cannot say it.
+	// The extras.
 	attrs.PutStr(WireVersion, ev.AEP)
-	var timeText [maxDefaultTimeLen]byte
-	if ns == 0 || string(appendDefaultTime(timeText[:0], ns)) != ev.Time {
+	if wireTime {
 		attrs.PutStr(WireTime, ev.Time)
 	}
-	if ev.Traceparent != "" && (tc.version != "00" || tc.traceID.IsEmpty()) {
+	if wireTraceparentVersion {
 		attrs.PutStr(WireTraceparentVersion, tc.version)
 	}
 	if ev.Severity == "" {
@@ -121,6 +125,31 @@ func projectLogRecord(ev *aep.Event, lr plog.LogRecord, opts Options) error {
 		}
 	}
 	return nil
+}
+
+// attributeCount is how many attributes projectLogRecord puts, so that
+// they are made at their final size: the standard ones present, what
+// putData puts among them, the extras and the extensions.
+func attributeCount(ev *aep.Event, gated, wireTime, wireTraceparentVersion bool) int {
+	n := 5 + len(ev.Extensions) // agent, event id, capture, source; WireVersion
+	for _, value := range [...]string{ev.Session, ev.Run, ev.Step, ev.Cause, ev.Subject} {
+		if value != "" {
+			n++
+		}
+	}
+	for _, put := range [...]bool{ev.Seq != nil, ev.Epoch != nil, wireTime, wireTraceparentVersion, ev.Severity == "", ev.Capture == ""} {
+		if put {
+			n++
+		}
+	}
+	switch {
+	case ev.Data == nil:
+	case len(ev.Data) == 0 || gated:
+		n++ // WireData
+	default:
+		n += countGenAIKeys(ev.Data)
+	}
+	return n
 }
 
 func putStrIfPresent(attrs pcommon.Map, key, value string) {
@@ -146,12 +175,7 @@ func putData(lr plog.LogRecord, data map[string]any, gated bool) error {
 	}
 	var keyBuf [smallMap]string
 	keys := appendSortedKeys(keyBuf[:0], data)
-	bodyKeys := 0
-	for _, k := range keys {
-		if !strings.HasPrefix(k, GenAIPrefix) {
-			bodyKeys++
-		}
-	}
+	bodyKeys := len(keys) - countGenAIKeys(data)
 	attrs := lr.Attributes()
 	var body pcommon.Map // unset, and unused, when every key is gen_ai.*
 	if bodyKeys > 0 {
@@ -168,6 +192,18 @@ func putData(lr plog.LogRecord, data map[string]any, gated bool) error {
 		}
 	}
 	return nil
+}
+
+// countGenAIKeys is how many of data's top-level keys putData hoists to
+// attributes when the gate keeps the payload.
+func countGenAIKeys(data map[string]any) int {
+	n := 0
+	for k := range data {
+		if strings.HasPrefix(k, GenAIPrefix) {
+			n++
+		}
+	}
+	return n
 }
 
 func putExtension(attrs pcommon.Map, name string, value any) error {
