@@ -41,8 +41,10 @@ type decoder struct {
 	pos  int
 	// buf is reused by every string that needs unescaping.
 	buf []byte
-	// members holds the members of the objects being read, innermost last.
-	members []member
+	// members holds the members of the objects being read, innermost last;
+	// elements likewise the elements of the arrays.
+	members  []member
+	elements []any
 	// keys interns member names: the same few dozen recur in every
 	// document, and a lookup by bytes allocates nothing.
 	keys map[string]string
@@ -56,12 +58,15 @@ type member struct {
 	value any
 }
 
-// decoders keeps decoders' scratch space (buf, members) between documents.
+// decoders keeps decoders' scratch space (buf, members, elements) between
+// documents.
 var decoders = sync.Pool{New: func() any { return new(decoder) }}
 
 func (d *decoder) release() {
-	clear(d.members) // what an error left; a closed object clears its own
-	d.data, d.members, d.buf = nil, d.members[:0], d.buf[:0]
+	// What an error left; a closed object or array clears its own.
+	clear(d.members)
+	clear(d.elements)
+	d.data, d.members, d.elements, d.buf = nil, d.members[:0], d.elements[:0], d.buf[:0]
 	decoders.Put(d)
 }
 
@@ -192,29 +197,43 @@ func (d *decoder) next(closing byte) (closed bool, err error) {
 	}
 }
 
+// emptyArray is every empty array's value: nothing can be stored in a
+// slice of no length and no capacity, so one serves all documents and
+// costs no allocation.
+var emptyArray any = []any{}
+
+// array reads an array at its opening bracket. Its elements wait on the
+// elements stack until the closing bracket, so that the slice is made at
+// its final size once rather than grown.
 func (d *decoder) array(depth int) (any, error) {
 	if depth > maxDecodeDepth {
 		return nil, d.errorf("exceeded max depth")
 	}
 	d.pos++ // [
-	arr := []any{}
 	d.skipSpace()
 	if d.pos < len(d.data) && d.data[d.pos] == ']' {
 		d.pos++
-		return arr, nil
+		return emptyArray, nil
 	}
+	base := len(d.elements)
 	for {
 		v, err := d.value(depth)
 		if err != nil {
 			return nil, err
 		}
-		arr = append(arr, v)
+		d.elements = append(d.elements, v)
 		switch closed, err := d.next(']'); {
 		case err != nil:
 			return nil, err
-		case closed:
-			return arr, nil
+		case !closed:
+			continue
 		}
+		elements := d.elements[base:]
+		arr := make([]any, len(elements))
+		copy(arr, elements)
+		clear(elements)
+		d.elements = d.elements[:base]
+		return arr, nil
 	}
 }
 
