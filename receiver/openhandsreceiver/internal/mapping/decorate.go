@@ -102,7 +102,8 @@ type Usage struct {
 func NewDecorator(state *DecoratorState) *Decorator { return &Decorator{s: state} }
 
 // Decorate fills in the events Conversation.Map returned for ev and
-// returns what to emit now.
+// returns what to emit now: out itself (or its head) unless a held
+// run.finished goes first.
 //
 // The server reports each LLM response's usage in a stats update published
 // after the response's own events, and the last one of a run may come after
@@ -136,11 +137,11 @@ func (d *Decorator) Decorate(ev Event, out []*aep.Event) []*aep.Event {
 		}
 	}
 	d.countResponse(ev)
-	var emit []*aep.Event
-	if d.s.Held != nil && !(stats && !d.settled()) {
-		emit = d.release()
+	if d.s.Held == nil || stats && !d.settled() {
+		return d.decorate(ev.timestamp, ev.Fields, out)
 	}
-	return append(emit, d.decorate(ev.timestamp, ev.Fields, out)...)
+	held := d.release()
+	return append(held, d.decorate(ev.timestamp, ev.Fields, out)...)
 }
 
 // countResponse counts the LLM response an agent event of the open run
