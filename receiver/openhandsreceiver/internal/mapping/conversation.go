@@ -116,8 +116,8 @@ func (c *Conversation) Map(ev Event, receivedAt time.Time) []*aep.Event {
 	}
 	e := c.begin(receivedAt)
 	o := origin{
-		id:  ev.id,
-		ts:  ev.timestamp,
+		id:  ev.Fields["id"], // the decoded values: data holds them as they are
+		ts:  ev.Fields["timestamp"],
 		key: "event " + ev.id,
 		at:  vendorTime(ev.timestamp, receivedAt),
 	}
@@ -339,10 +339,12 @@ func (c *Conversation) endStream(e *emission) {
 
 // origin is the vendor fact an output derives from.
 type origin struct {
-	id  string    // vendor event id, "" when the fact is not a vendor event
-	ts  string    // vendor timestamp, verbatim, "" if unknown
-	key string    // the id key's fact part
-	at  time.Time // the id's time part
+	// id and ts are the vendor event id and timestamp (verbatim) as data
+	// holds them: strings, nil or "" when there are none. A value of the
+	// decoded event is taken as it is, not converted anew per output.
+	id, ts any
+	key    string    // the id key's fact part
+	at     time.Time // the id's time part
 }
 
 // ParseVendorTime is the one reading of the agent server's timestamps:
@@ -423,10 +425,10 @@ func (e *emission) emitAt(typ string, o origin, ordinal int) *aep.Event {
 	}
 	if out.Capture != aep.CaptureNone {
 		out.Data = make(map[string]any, 4)
-		if o.ts != "" {
+		if ts, _ := o.ts.(string); ts != "" {
 			out.Data["vendor_ts"] = o.ts
 		}
-		if o.id != "" {
+		if id, _ := o.id.(string); id != "" {
 			out.Data["vendor_event_id"] = o.id
 		}
 	}
