@@ -65,6 +65,10 @@ type Conversation struct {
 	// undecodable counts the stand-ins for undecodable input, which tells
 	// their ids apart (not stored: their ids also hold the receive time).
 	undecodable uint64
+	// counts are the call's outputs so far per origin key and type (see
+	// emit): a call has a few, so a list searched in order, its space kept
+	// from call to call (begin empties it; one call runs at a time).
+	counts []outputCount
 }
 
 // NewConversation checks cfg, fills its defaults and returns a
@@ -376,10 +380,6 @@ type emission struct {
 	c    *Conversation
 	time string
 	out  []*aep.Event
-	// counts are the outputs so far per origin key and type: a call has a
-	// few, so a list searched in order, kept in the emission's own array.
-	counts    []outputCount
-	countsBuf [4]outputCount
 }
 
 type outputCount struct {
@@ -387,22 +387,29 @@ type outputCount struct {
 	n           int
 }
 
+// begin starts a call's emission. It is small enough to be inlined, so
+// the emission lives on its caller's stack.
 func (c *Conversation) begin(receivedAt time.Time) *emission {
-	return &emission{c: c, time: receivedAt.UTC().Format(timeLayout)}
+	return &emission{c: c, time: c.beginAt(receivedAt)}
+}
+
+// beginAt empties counts for a new call and returns its envelope time.
+func (c *Conversation) beginAt(receivedAt time.Time) string {
+	clear(c.counts)
+	c.counts = c.counts[:0]
+	return receivedAt.UTC().Format(timeLayout)
 }
 
 // emit appends the next output of type typ derived from o.
 func (e *emission) emit(typ string, o origin) *aep.Event {
-	for i := range e.counts {
-		if c := &e.counts[i]; c.origin == o.key && c.typ == typ {
+	counts := e.c.counts
+	for i := range counts {
+		if c := &counts[i]; c.origin == o.key && c.typ == typ {
 			c.n++
 			return e.emitAt(typ, o, c.n-1)
 		}
 	}
-	if e.counts == nil {
-		e.counts = e.countsBuf[:0]
-	}
-	e.counts = append(e.counts, outputCount{origin: o.key, typ: typ, n: 1})
+	e.c.counts = append(counts, outputCount{origin: o.key, typ: typ, n: 1})
 	return e.emitAt(typ, o, 0)
 }
 
