@@ -322,13 +322,13 @@ func contentText(content any) string {
 	case string:
 		return t
 	case []any:
-		var b strings.Builder
+		var text []string
 		for _, item := range t {
 			if m, ok := item.(map[string]any); ok && str(m, "type") == "text" {
-				b.WriteString(str(m, "text"))
+				text = append(text, str(m, "text"))
 			}
 		}
-		return b.String()
+		return strings.Join(text, "") // the one item itself, when there is one
 	default:
 		return ""
 	}
