@@ -123,7 +123,7 @@ func (c *Conversation) Map(ev Event, receivedAt time.Time) []*aep.Event {
 		id:  ev.Fields["id"], // the decoded values: data holds them as they are
 		ts:  ev.Fields["timestamp"],
 		key: "event " + ev.id,
-		at:  vendorTime(ev.timestamp, receivedAt),
+		at:  ev.timeOr(receivedAt),
 	}
 	if ev.kind == kindStreamingDelta {
 		if c.cfg.Deltas {

@@ -138,10 +138,10 @@ func (d *Decorator) Decorate(ev Event, out []*aep.Event) []*aep.Event {
 	}
 	d.countResponse(ev)
 	if d.s.Held == nil || stats && !d.settled() {
-		return d.decorate(ev.timestamp, ev.Fields, out)
+		return d.decorate(ev, out)
 	}
 	held := d.release()
-	return append(held, d.decorate(ev.timestamp, ev.Fields, out)...)
+	return append(held, d.decorate(ev, out)...)
 }
 
 // countResponse counts the LLM response an agent event of the open run
@@ -181,8 +181,8 @@ func (d *Decorator) resetRun() {
 }
 
 // decorate decorates out and returns what is not held back.
-func (d *Decorator) decorate(ts string, fields map[string]any, out []*aep.Event) []*aep.Event {
-	at, timed := ParseVendorTime(ts)
+func (d *Decorator) decorate(ev Event, out []*aep.Event) []*aep.Event {
+	ts, fields, at, timed := ev.timestamp, ev.Fields, ev.at, ev.timed
 	hold := -1
 	for i, o := range out {
 		switch o.Type {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 )
@@ -23,12 +24,28 @@ type Event struct {
 
 	kind, id, timestamp, source string
 	numbersAsText               int
+	// at is timestamp as ParseVendorTime reads it, once for the mapping
+	// and the decorator; timed says it could.
+	at    time.Time
+	timed bool
 }
 
 // At is no vendor event, stamped ts: what the receiver emits on its own at
 // a vendor time (a session's end at the newest one it saw) is decorated as
 // of At(ts), and as of the zero Event at no vendor time.
-func At(ts string) Event { return Event{timestamp: ts} }
+func At(ts string) Event {
+	ev := Event{timestamp: ts}
+	ev.at, ev.timed = ParseVendorTime(ts)
+	return ev
+}
+
+// timeOr is the event's vendor time, or fallback when it has none.
+func (e Event) timeOr(fallback time.Time) time.Time {
+	if e.timed {
+		return e.at
+	}
+	return fallback
+}
 
 // Kind is the vendor class name, the union's discriminator.
 func (e Event) Kind() string { return e.kind }
@@ -79,6 +96,7 @@ func EventOf(v any) (Event, error) {
 	if ev.timestamp, err = baseField(fields, "timestamp", false); err != nil {
 		return Event{}, err
 	}
+	ev.at, ev.timed = ParseVendorTime(ev.timestamp)
 	ev.source, _ = fields["source"].(string)
 	_, ev.numbersAsText = textNumbers(fields)
 	return ev, nil
