@@ -147,12 +147,12 @@ func (d *Decorator) Decorate(ev Event, out []*aep.Event) []*aep.Event {
 // countResponse counts the LLM response an agent event of the open run
 // came from: actions, agent messages and condensations name it.
 func (d *Decorator) countResponse(ev Event) {
-	id := str(ev.Fields, "llm_response_id")
-	if d.s.RunStartedAt == "" || id == "" || id == d.s.LastResponse {
-		return
-	}
 	switch ev.kind {
 	case "ActionEvent", "MessageEvent", "Condensation":
+	default:
+		return
+	}
+	if id := str(ev.Fields, "llm_response_id"); d.s.RunStartedAt != "" && id != "" && id != d.s.LastResponse {
 		d.s.RunResponses++
 		d.s.LastResponse = id
 	}
