@@ -35,6 +35,43 @@ func DecodeValue(raw []byte) (any, error) {
 	return v, nil
 }
 
+// ErrNotObject is DecodeMembers' refusal of a valid document that is not
+// a JSON object.
+var ErrNotObject = errors.New("json: not an object")
+
+// DecodeMembers decodes one JSON object as DecodeValue does, but hands each
+// of its members to member, in document order, instead of building the
+// object's map: a caller that keeps a few members in fields of its own
+// makes no map to throw away. A name may come more than once (DecodeValue
+// keeps the last). Nothing is handed over unless the whole document
+// decodes; a valid one that is not an object is refused with ErrNotObject.
+func DecodeMembers(raw []byte, member func(name string, value any)) error {
+	d := decoders.Get().(*decoder)
+	defer d.release()
+	d.data, d.pos = raw, 0
+	d.skipSpace()
+	if d.pos >= len(d.data) || d.data[d.pos] != '{' {
+		if _, err := d.value(0); err != nil {
+			return err
+		}
+		if d.skipSpace(); d.pos < len(d.data) {
+			return d.errorf("trailing data after JSON value")
+		}
+		return ErrNotObject
+	}
+	base, err := d.readMembers(1)
+	if err != nil {
+		return err
+	}
+	if d.skipSpace(); d.pos < len(d.data) {
+		return d.errorf("trailing data after JSON value")
+	}
+	for _, m := range d.members[base:] {
+		member(m.key, m.value)
+	}
+	return nil
+}
+
 // decoder is one pass over a document; pos is the next byte to read.
 type decoder struct {
 	data []byte
@@ -132,49 +169,58 @@ func (d *decoder) literal(word string) error {
 // members stack until the closing brace, so that the map is made at its
 // final size once rather than grown.
 func (d *decoder) object(depth int) (any, error) {
+	base, err := d.readMembers(depth)
+	if err != nil {
+		return nil, err
+	}
+	members := d.members[base:]
+	obj := make(map[string]any, len(members))
+	for _, m := range members {
+		obj[m.key] = m.value // a later duplicate wins
+	}
+	clear(members)
+	d.members = d.members[:base]
+	return obj, nil
+}
+
+// readMembers reads an object at its opening brace onto the members
+// stack, from base on.
+func (d *decoder) readMembers(depth int) (base int, err error) {
+	base = len(d.members)
 	if depth > maxDecodeDepth {
-		return nil, d.errorf("exceeded max depth")
+		return base, d.errorf("exceeded max depth")
 	}
 	d.pos++ // {
 	d.skipSpace()
 	if d.pos < len(d.data) && d.data[d.pos] == '}' {
 		d.pos++
-		return map[string]any{}, nil
+		return base, nil
 	}
-	base := len(d.members)
 	for {
 		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
-			return nil, d.unexpected()
+			return base, d.unexpected()
 		}
 		key, err := d.key()
 		if err != nil {
-			return nil, err
+			return base, err
 		}
 		d.skipSpace()
 		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
-			return nil, d.unexpected()
+			return base, d.unexpected()
 		}
 		d.pos++
 		d.skipSpace()
 		v, err := d.value(depth)
 		if err != nil {
-			return nil, err
+			return base, err
 		}
 		d.members = append(d.members, member{key, v})
 		switch closed, err := d.next('}'); {
 		case err != nil:
-			return nil, err
-		case !closed:
-			continue
+			return base, err
+		case closed:
+			return base, nil
 		}
-		members := d.members[base:]
-		obj := make(map[string]any, len(members))
-		for _, m := range members {
-			obj[m.key] = m.value // a later duplicate wins
-		}
-		clear(members)
-		d.members = d.members[:base]
-		return obj, nil
 	}
 }
 

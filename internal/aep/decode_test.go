@@ -112,3 +112,32 @@ func BenchmarkDecodeValue(b *testing.B) {
 		}
 	})
 }
+
+// TestDecodeMembersMatchesDecodeValue runs the corpus through both: an
+// object's members, the last of each name kept, are DecodeValue's map; a
+// valid document that is not an object is ErrNotObject; an invalid one
+// is refused by both and hands nothing over.
+func TestDecodeMembersMatchesDecodeValue(t *testing.T) {
+	for _, doc := range append(decodeCorpus, `{"a":1,"b":[],"a":null}`, ` {"a":{"b":2}} `) {
+		want, wantErr := DecodeValue([]byte(doc))
+		got := map[string]any{}
+		handed := 0
+		err := DecodeMembers([]byte(doc), func(name string, value any) {
+			got[name] = value
+			handed++
+		})
+		obj, isObject := want.(map[string]any)
+		switch {
+		case wantErr != nil:
+			if err == nil || errors.Is(err, ErrNotObject) || handed > 0 {
+				t.Errorf("DecodeMembers(%q) = %v after %d members, DecodeValue refused it: %v", doc, err, handed, wantErr)
+			}
+		case !isObject:
+			if !errors.Is(err, ErrNotObject) || handed > 0 {
+				t.Errorf("DecodeMembers(%q) = %v after %d members, want ErrNotObject", doc, err, handed)
+			}
+		case err != nil || !reflect.DeepEqual(got, obj):
+			t.Errorf("DecodeMembers(%q) = %#v, %v; DecodeValue = %#v", doc, got, err, obj)
+		}
+	}
+}

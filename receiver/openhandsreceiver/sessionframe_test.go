@@ -29,12 +29,16 @@ func TestDecodeSessionFrame(t *testing.T) {
 			want: sessionFrame{Type: "error", Code: "frame_too_large", Detail: "d"}},
 		{name: "null members read as absent", raw: `{"type":"transient","seq":null,"event":null,"item_id":null}`,
 			want: sessionFrame{Type: "transient"}},
+		{name: "the last of a name given twice counts", raw: `{"type":"delta","seq":"7","type":"durable","seq":7,"item_id":"i","item_id":null}`,
+			want: sessionFrame{Type: "durable", Seq: &seq}},
 		{name: "seq of another type", raw: `{"type":"durable","seq":"7"}`, wantErr: true},
 		{name: "fractional seq", raw: `{"type":"durable","seq":7.5}`, wantErr: true},
 		{name: "seq past int64", raw: `{"type":"durable","seq":9223372036854775808}`, wantErr: true},
 		{name: "type of another type", raw: `{"type":1}`, wantErr: true},
 		{name: "not an object", raw: `[1]`, wantErr: true},
 		{name: "not JSON", raw: `{"type":`, wantErr: true},
+		{name: "trailing data", raw: `{"type":"durable"} {}`, wantErr: true},
+		{name: "empty", raw: ``, wantErr: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := decodeSessionFrame([]byte(c.raw))
