@@ -61,8 +61,8 @@ var toolFramePair = [][]byte{
 
 // BenchmarkToolFramePair measures what the receiver does to a tool call's
 // two frames before emission: decode the envelope, take its event, map
-// and decorate it; per op, one pair (the answer closes the call, so every
-// pair finds the conversation as the first did).
+// and decorate it; per op, one pair in an open run (the answer closes the
+// call, so every pair finds the conversation as the first did).
 func BenchmarkToolFramePair(b *testing.B) {
 	redactor, err := newRedactor(createDefaultConfig().(*Config))
 	require.NoError(b, err)
@@ -78,6 +78,10 @@ func BenchmarkToolFramePair(b *testing.B) {
 			require.NoError(b, err)
 			decorator := mapping.NewDecorator(&mapping.DecoratorState{})
 			now := time.Date(2026, 12, 1, 19, 20, 20, 0, time.UTC)
+			running, err := mapping.DecodeEvent([]byte(`{"id":"5e1d7c3a-2b9f-4a6e-8d0c-1f3b5a7c9e2d","key":"execution_status","kind":"ConversationStateUpdateEvent","source":"environment","timestamp":"2026-12-01T19:20:18.000001","value":"running"}`))
+			require.NoError(b, err)
+			decorator.Decorate(running, mapper.Map(running, now))
+			require.NotEmpty(b, mapper.Run())
 			b.ReportAllocs()
 			for b.Loop() {
 				for _, raw := range toolFramePair {
