@@ -257,10 +257,16 @@ func executionStatus(key string, value any) (string, bool) {
 // envelope and the stamps carry those) and minus every thought/reasoning
 // field, which no schema field is annotated to hold. Vendor types have no
 // schema, so downstream hops drop their whole data above metadata.
+//
+// The payload is built only at a level it rides at, and at full it is
+// already a copy of its own (as value would give).
 func (c *Conversation) mapVendor(e *emission, ev Event, o origin) *aep.Event {
 	out := e.emit(VendorType(ev.kind), o)
-	if p, ok := c.value(out, vendorPayload(ev.Fields)); ok {
-		set(out, "payload", p)
+	switch out.Capture {
+	case aep.CaptureRedacted:
+		set(out, "payload", c.cfg.Redactor.Value(vendorPayload(ev.Fields)))
+	case aep.CaptureFull:
+		set(out, "payload", vendorPayload(ev.Fields))
 	}
 	return out
 }

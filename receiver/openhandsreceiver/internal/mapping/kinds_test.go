@@ -4,6 +4,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 )
 
 func TestContentText(t *testing.T) {
@@ -24,4 +27,29 @@ func TestContentText(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) { assert.Equal(t, c.want, contentText(c.content)) })
 	}
+}
+
+// TestVendorPayloadOnlyWhereItRides pins the vendor plane's payload at
+// each level: none at metadata, and at full a copy the event's own fields
+// do not share.
+func TestVendorPayloadOnlyWhereItRides(t *testing.T) {
+	f := loadFixture(t)
+	mapMessage := func(level aep.Capture) (Event, *aep.Event) {
+		ev, err := DecodeEvent(f.Events["message_user"].Input)
+		require.NoError(t, err)
+		out := newConversation(t, testConfig(level, false)).Map(ev, received)
+		require.Len(t, out, 1)
+		return ev, out[0]
+	}
+	_, metadata := mapMessage(aep.CaptureMetadata)
+	assert.NotContains(t, metadata.Data, "payload")
+
+	ev, full := mapMessage(aep.CaptureFull)
+	payload := full.Data["payload"].(map[string]any)
+	msg := payload["llm_message"].(map[string]any)
+	assert.Equal(t, ev.Fields["llm_message"].(map[string]any)["role"], msg["role"])
+	msg["role"] = "changed"
+	payload["source"] = "changed"
+	assert.NotEqual(t, "changed", ev.Fields["llm_message"].(map[string]any)["role"])
+	assert.NotEqual(t, "changed", ev.Fields["source"])
 }
