@@ -35,14 +35,53 @@ func DecodeValue(raw []byte) (any, error) {
 	return v, nil
 }
 
+// ErrNotObject is DecodeMembers' refusal of a valid document that is not
+// a JSON object.
+var ErrNotObject = errors.New("json: not an object")
+
+// DecodeMembers decodes one JSON object as DecodeValue does, but hands each
+// of its members to member, in document order, instead of building the
+// object's map: a caller that keeps a few members in fields of its own
+// makes no map to throw away. A name may come more than once (DecodeValue
+// keeps the last). Nothing is handed over unless the whole document
+// decodes; a valid one that is not an object is refused with ErrNotObject.
+func DecodeMembers(raw []byte, member func(name string, value any)) error {
+	d := decoders.Get().(*decoder)
+	defer d.release()
+	d.data, d.pos = raw, 0
+	d.skipSpace()
+	if d.pos >= len(d.data) || d.data[d.pos] != '{' {
+		if _, err := d.value(0); err != nil {
+			return err
+		}
+		if d.skipSpace(); d.pos < len(d.data) {
+			return d.errorf("trailing data after JSON value")
+		}
+		return ErrNotObject
+	}
+	base, err := d.readMembers(1)
+	if err != nil {
+		return err
+	}
+	if d.skipSpace(); d.pos < len(d.data) {
+		return d.errorf("trailing data after JSON value")
+	}
+	for _, m := range d.members[base:] {
+		member(m.key, m.value)
+	}
+	return nil
+}
+
 // decoder is one pass over a document; pos is the next byte to read.
 type decoder struct {
 	data []byte
 	pos  int
 	// buf is reused by every string that needs unescaping.
 	buf []byte
-	// members holds the members of the objects being read, innermost last.
-	members []member
+	// members holds the members of the objects being read, innermost last;
+	// elements likewise the elements of the arrays.
+	members  []member
+	elements []any
 	// keys interns member names: the same few dozen recur in every
 	// document, and a lookup by bytes allocates nothing.
 	keys map[string]string
@@ -56,12 +95,15 @@ type member struct {
 	value any
 }
 
-// decoders keeps decoders' scratch space (buf, members) between documents.
+// decoders keeps decoders' scratch space (buf, members, elements) between
+// documents.
 var decoders = sync.Pool{New: func() any { return new(decoder) }}
 
 func (d *decoder) release() {
-	clear(d.members) // what an error left; a closed object clears its own
-	d.data, d.members, d.buf = nil, d.members[:0], d.buf[:0]
+	// What an error left; a closed object or array clears its own.
+	clear(d.members)
+	clear(d.elements)
+	d.data, d.members, d.elements, d.buf = nil, d.members[:0], d.elements[:0], d.buf[:0]
 	decoders.Put(d)
 }
 
@@ -127,49 +169,58 @@ func (d *decoder) literal(word string) error {
 // members stack until the closing brace, so that the map is made at its
 // final size once rather than grown.
 func (d *decoder) object(depth int) (any, error) {
+	base, err := d.readMembers(depth)
+	if err != nil {
+		return nil, err
+	}
+	members := d.members[base:]
+	obj := make(map[string]any, len(members))
+	for _, m := range members {
+		obj[m.key] = m.value // a later duplicate wins
+	}
+	clear(members)
+	d.members = d.members[:base]
+	return obj, nil
+}
+
+// readMembers reads an object at its opening brace onto the members
+// stack, from base on.
+func (d *decoder) readMembers(depth int) (base int, err error) {
+	base = len(d.members)
 	if depth > maxDecodeDepth {
-		return nil, d.errorf("exceeded max depth")
+		return base, d.errorf("exceeded max depth")
 	}
 	d.pos++ // {
 	d.skipSpace()
 	if d.pos < len(d.data) && d.data[d.pos] == '}' {
 		d.pos++
-		return map[string]any{}, nil
+		return base, nil
 	}
-	base := len(d.members)
 	for {
 		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
-			return nil, d.unexpected()
+			return base, d.unexpected()
 		}
 		key, err := d.key()
 		if err != nil {
-			return nil, err
+			return base, err
 		}
 		d.skipSpace()
 		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
-			return nil, d.unexpected()
+			return base, d.unexpected()
 		}
 		d.pos++
 		d.skipSpace()
 		v, err := d.value(depth)
 		if err != nil {
-			return nil, err
+			return base, err
 		}
 		d.members = append(d.members, member{key, v})
 		switch closed, err := d.next('}'); {
 		case err != nil:
-			return nil, err
-		case !closed:
-			continue
+			return base, err
+		case closed:
+			return base, nil
 		}
-		members := d.members[base:]
-		obj := make(map[string]any, len(members))
-		for _, m := range members {
-			obj[m.key] = m.value // a later duplicate wins
-		}
-		clear(members)
-		d.members = d.members[:base]
-		return obj, nil
 	}
 }
 
@@ -192,29 +243,43 @@ func (d *decoder) next(closing byte) (closed bool, err error) {
 	}
 }
 
+// emptyArray is every empty array's value: nothing can be stored in a
+// slice of no length and no capacity, so one serves all documents and
+// costs no allocation.
+var emptyArray any = []any{}
+
+// array reads an array at its opening bracket. Its elements wait on the
+// elements stack until the closing bracket, so that the slice is made at
+// its final size once rather than grown.
 func (d *decoder) array(depth int) (any, error) {
 	if depth > maxDecodeDepth {
 		return nil, d.errorf("exceeded max depth")
 	}
 	d.pos++ // [
-	arr := []any{}
 	d.skipSpace()
 	if d.pos < len(d.data) && d.data[d.pos] == ']' {
 		d.pos++
-		return arr, nil
+		return emptyArray, nil
 	}
+	base := len(d.elements)
 	for {
 		v, err := d.value(depth)
 		if err != nil {
 			return nil, err
 		}
-		arr = append(arr, v)
+		d.elements = append(d.elements, v)
 		switch closed, err := d.next(']'); {
 		case err != nil:
 			return nil, err
-		case closed:
-			return arr, nil
+		case !closed:
+			continue
 		}
+		elements := d.elements[base:]
+		arr := make([]any, len(elements))
+		copy(arr, elements)
+		clear(elements)
+		d.elements = d.elements[:base]
+		return arr, nil
 	}
 }
 

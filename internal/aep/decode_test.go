@@ -32,6 +32,7 @@ func referenceDecode(raw []byte) (any, error) {
 var decodeCorpus = []string{
 	`{}`, `[]`, `""`, `0`, `-0`, `1.5e+3`, `-12.25E-2`, `1E9`, `true`, `false`, `null`,
 	` {"a" : [1, 2 ,{"b":null}] } `, "\t\r\n[\n]\n",
+	`[[1,[2,3],[]],[],{"a":[4,5,6,7,8,9,[10]],"b":[]},"x"]`,
 	`{"a":1,"a":2}`, `1e700`, `-123456789012345678901234567890`,
 	`"esc: \" \\ \/ \b \f \n \r \t \u0041 \u00e9 \u20ac \ud83d\ude00"`,
 	`"lone: \ud83d x \ude00 \ud83d\u0041 \ud83d\ud83d"`,
@@ -39,6 +40,7 @@ var decodeCorpus = []string{
 	`{"kind":"ActionEvent","action":{"command":"ls","n":0.1},"tool_call":{"arguments":"{\"command\":\"ls\"}"},"thought":[]}`,
 	// Refused by both.
 	``, ` `, `{`, `[`, `"abc`, `{"a"}`, `{"a":}`, `{"a":1,}`, `[1,]`, `[1 2]`, `{1:2}`,
+	`[[1,[2,]]]`, `[1,[2,[3`,
 	`01`, `-`, `1.`, `.5`, `1e`, `1e+`, `+1`, `tru`, `nul`, `truex`, `{}{}`, `{} x`, `[]]`,
 	"\"ctl \x01\"", `"\x"`, `"\u12"`, `"\u12G4"`, `NaN`, `'a'`,
 	strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
@@ -109,4 +111,33 @@ func BenchmarkDecodeValue(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestDecodeMembersMatchesDecodeValue runs the corpus through both: an
+// object's members, the last of each name kept, are DecodeValue's map; a
+// valid document that is not an object is ErrNotObject; an invalid one
+// is refused by both and hands nothing over.
+func TestDecodeMembersMatchesDecodeValue(t *testing.T) {
+	for _, doc := range append(decodeCorpus, `{"a":1,"b":[],"a":null}`, ` {"a":{"b":2}} `) {
+		want, wantErr := DecodeValue([]byte(doc))
+		got := map[string]any{}
+		handed := 0
+		err := DecodeMembers([]byte(doc), func(name string, value any) {
+			got[name] = value
+			handed++
+		})
+		obj, isObject := want.(map[string]any)
+		switch {
+		case wantErr != nil:
+			if err == nil || errors.Is(err, ErrNotObject) || handed > 0 {
+				t.Errorf("DecodeMembers(%q) = %v after %d members, DecodeValue refused it: %v", doc, err, handed, wantErr)
+			}
+		case !isObject:
+			if !errors.Is(err, ErrNotObject) || handed > 0 {
+				t.Errorf("DecodeMembers(%q) = %v after %d members, want ErrNotObject", doc, err, handed)
+			}
+		case err != nil || !reflect.DeepEqual(got, obj):
+			t.Errorf("DecodeMembers(%q) = %#v, %v; DecodeValue = %#v", doc, got, err, obj)
+		}
+	}
 }

@@ -2,7 +2,9 @@ package openhandsreceiver // import "github.com/otelcol-openhands/otelcol-openha
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 )
@@ -25,24 +27,32 @@ type sessionFrame struct {
 	ThroughSeq *int64
 }
 
-// decodeSessionFrame decodes one envelope in one pass (aep.DecodeValue),
-// the event with it. A member of the wrong JSON type fails the frame, a
-// null one reads as absent.
+// frameMembers are the envelope members a sessionFrame reads.
+var frameMembers = [...]string{"type", "seq", "through_seq", "event", "item_id", "attempt", "order", "kind", "content", "code", "detail"}
+
+// decodeSessionFrame decodes one envelope in one pass (aep.DecodeMembers),
+// the event with it, into the frame's fields rather than a map. A member
+// of the wrong JSON type fails the frame, a null one reads as absent; of
+// a name given twice, the last counts.
 func decodeSessionFrame(raw []byte) (sessionFrame, error) {
+	var last [len(frameMembers)]any
+	err := aep.DecodeMembers(raw, func(name string, val any) {
+		if i := slices.Index(frameMembers[:], name); i >= 0 {
+			last[i] = val
+		}
+	})
+	switch {
+	case errors.Is(err, aep.ErrNotObject):
+		return sessionFrame{}, fmt.Errorf("a session frame must be a JSON object")
+	case err != nil:
+		return sessionFrame{}, err
+	}
 	var f sessionFrame
-	v, err := aep.DecodeValue(raw)
-	if err != nil {
-		return f, err
-	}
-	fields, ok := v.(map[string]any)
-	if !ok {
-		return f, fmt.Errorf("a session frame must be a JSON object")
-	}
-	for name, val := range fields {
+	for i, val := range last {
 		if val == nil {
 			continue
 		}
-		switch name {
+		switch name := frameMembers[i]; name {
 		case "type":
 			err = frameString(name, val, &f.Type)
 		case "seq":

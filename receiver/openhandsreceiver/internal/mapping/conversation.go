@@ -65,6 +65,10 @@ type Conversation struct {
 	// undecodable counts the stand-ins for undecodable input, which tells
 	// their ids apart (not stored: their ids also hold the receive time).
 	undecodable uint64
+	// counts are the call's outputs so far per origin key and type (see
+	// emit): a call has a few, so a list searched in order, its space kept
+	// from call to call (begin empties it; one call runs at a time).
+	counts []outputCount
 }
 
 // NewConversation checks cfg, fills its defaults and returns a
@@ -116,10 +120,10 @@ func (c *Conversation) Map(ev Event, receivedAt time.Time) []*aep.Event {
 	}
 	e := c.begin(receivedAt)
 	o := origin{
-		id:  ev.id,
-		ts:  ev.timestamp,
+		id:  ev.Fields["id"], // the decoded values: data holds them as they are
+		ts:  ev.Fields["timestamp"],
 		key: "event " + ev.id,
-		at:  vendorTime(ev.timestamp, receivedAt),
+		at:  ev.timeOr(receivedAt),
 	}
 	if ev.kind == kindStreamingDelta {
 		if c.cfg.Deltas {
@@ -339,10 +343,12 @@ func (c *Conversation) endStream(e *emission) {
 
 // origin is the vendor fact an output derives from.
 type origin struct {
-	id  string    // vendor event id, "" when the fact is not a vendor event
-	ts  string    // vendor timestamp, verbatim, "" if unknown
-	key string    // the id key's fact part
-	at  time.Time // the id's time part
+	// id and ts are the vendor event id and timestamp (verbatim) as data
+	// holds them: strings, nil or "" when there are none. A value of the
+	// decoded event is taken as it is, not converted anew per output.
+	id, ts any
+	key    string    // the id key's fact part
+	at     time.Time // the id's time part
 }
 
 // ParseVendorTime is the one reading of the agent server's timestamps:
@@ -374,10 +380,6 @@ type emission struct {
 	c    *Conversation
 	time string
 	out  []*aep.Event
-	// counts are the outputs so far per origin key and type: a call has a
-	// few, so a list searched in order, kept in the emission's own array.
-	counts    []outputCount
-	countsBuf [4]outputCount
 }
 
 type outputCount struct {
@@ -385,22 +387,29 @@ type outputCount struct {
 	n           int
 }
 
+// begin starts a call's emission. It is small enough to be inlined, so
+// the emission lives on its caller's stack.
 func (c *Conversation) begin(receivedAt time.Time) *emission {
-	return &emission{c: c, time: receivedAt.UTC().Format(timeLayout)}
+	return &emission{c: c, time: c.beginAt(receivedAt)}
+}
+
+// beginAt empties counts for a new call and returns its envelope time.
+func (c *Conversation) beginAt(receivedAt time.Time) string {
+	clear(c.counts)
+	c.counts = c.counts[:0]
+	return receivedAt.UTC().Format(timeLayout)
 }
 
 // emit appends the next output of type typ derived from o.
 func (e *emission) emit(typ string, o origin) *aep.Event {
-	for i := range e.counts {
-		if c := &e.counts[i]; c.origin == o.key && c.typ == typ {
+	counts := e.c.counts
+	for i := range counts {
+		if c := &counts[i]; c.origin == o.key && c.typ == typ {
 			c.n++
 			return e.emitAt(typ, o, c.n-1)
 		}
 	}
-	if e.counts == nil {
-		e.counts = e.countsBuf[:0]
-	}
-	e.counts = append(e.counts, outputCount{origin: o.key, typ: typ, n: 1})
+	e.c.counts = append(counts, outputCount{origin: o.key, typ: typ, n: 1})
 	return e.emitAt(typ, o, 0)
 }
 
@@ -423,10 +432,10 @@ func (e *emission) emitAt(typ string, o origin, ordinal int) *aep.Event {
 	}
 	if out.Capture != aep.CaptureNone {
 		out.Data = make(map[string]any, 4)
-		if o.ts != "" {
+		if ts, _ := o.ts.(string); ts != "" {
 			out.Data["vendor_ts"] = o.ts
 		}
-		if o.id != "" {
+		if id, _ := o.id.(string); id != "" {
 			out.Data["vendor_event_id"] = o.id
 		}
 	}

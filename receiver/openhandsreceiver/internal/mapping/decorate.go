@@ -102,7 +102,8 @@ type Usage struct {
 func NewDecorator(state *DecoratorState) *Decorator { return &Decorator{s: state} }
 
 // Decorate fills in the events Conversation.Map returned for ev and
-// returns what to emit now.
+// returns what to emit now: out itself (or its head) unless a held
+// run.finished goes first.
 //
 // The server reports each LLM response's usage in a stats update published
 // after the response's own events, and the last one of a run may come after
@@ -136,22 +137,22 @@ func (d *Decorator) Decorate(ev Event, out []*aep.Event) []*aep.Event {
 		}
 	}
 	d.countResponse(ev)
-	var emit []*aep.Event
-	if d.s.Held != nil && !(stats && !d.settled()) {
-		emit = d.release()
+	if d.s.Held == nil || stats && !d.settled() {
+		return d.decorate(ev, out)
 	}
-	return append(emit, d.decorate(ev.timestamp, ev.Fields, out)...)
+	held := d.release()
+	return append(held, d.decorate(ev, out)...)
 }
 
 // countResponse counts the LLM response an agent event of the open run
 // came from: actions, agent messages and condensations name it.
 func (d *Decorator) countResponse(ev Event) {
-	id := str(ev.Fields, "llm_response_id")
-	if d.s.RunStartedAt == "" || id == "" || id == d.s.LastResponse {
-		return
-	}
 	switch ev.kind {
 	case "ActionEvent", "MessageEvent", "Condensation":
+	default:
+		return
+	}
+	if id := str(ev.Fields, "llm_response_id"); d.s.RunStartedAt != "" && id != "" && id != d.s.LastResponse {
 		d.s.RunResponses++
 		d.s.LastResponse = id
 	}
@@ -180,8 +181,8 @@ func (d *Decorator) resetRun() {
 }
 
 // decorate decorates out and returns what is not held back.
-func (d *Decorator) decorate(ts string, fields map[string]any, out []*aep.Event) []*aep.Event {
-	at, timed := ParseVendorTime(ts)
+func (d *Decorator) decorate(ev Event, out []*aep.Event) []*aep.Event {
+	ts, fields, at, timed := ev.timestamp, ev.Fields, ev.at, ev.timed
 	hold := -1
 	for i, o := range out {
 		switch o.Type {

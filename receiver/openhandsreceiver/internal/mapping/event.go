@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 )
@@ -23,12 +24,28 @@ type Event struct {
 
 	kind, id, timestamp, source string
 	numbersAsText               int
+	// at is timestamp as ParseVendorTime reads it, once for the mapping
+	// and the decorator; timed says it could.
+	at    time.Time
+	timed bool
 }
 
 // At is no vendor event, stamped ts: what the receiver emits on its own at
 // a vendor time (a session's end at the newest one it saw) is decorated as
 // of At(ts), and as of the zero Event at no vendor time.
-func At(ts string) Event { return Event{timestamp: ts} }
+func At(ts string) Event {
+	ev := Event{timestamp: ts}
+	ev.at, ev.timed = ParseVendorTime(ts)
+	return ev
+}
+
+// timeOr is the event's vendor time, or fallback when it has none.
+func (e Event) timeOr(fallback time.Time) time.Time {
+	if e.timed {
+		return e.at
+	}
+	return fallback
+}
 
 // Kind is the vendor class name, the union's discriminator.
 func (e Event) Kind() string { return e.kind }
@@ -69,34 +86,40 @@ func EventOf(v any) (Event, error) {
 		return Event{}, fmt.Errorf("%w: frame is not a JSON object", ErrInvalidEvent)
 	}
 	ev := Event{Fields: fields}
-	for _, f := range []struct {
-		name     string
-		dst      *string
-		required bool
-	}{
-		{"kind", &ev.kind, true},
-		{"id", &ev.id, true},
-		{"timestamp", &ev.timestamp, false},
-	} {
-		raw, present := fields[f.name]
-		if !present {
-			if f.required {
-				return Event{}, fmt.Errorf("%w: missing %q", ErrInvalidEvent, f.name)
-			}
-			continue
-		}
-		s, ok := raw.(string)
-		if !ok {
-			return Event{}, fmt.Errorf("%w: %q is not a string", ErrInvalidEvent, f.name)
-		}
-		if f.required && s == "" {
-			return Event{}, fmt.Errorf("%w: %q is empty", ErrInvalidEvent, f.name)
-		}
-		*f.dst = s
+	var err error
+	if ev.kind, err = baseField(fields, "kind", true); err != nil {
+		return Event{}, err
 	}
+	if ev.id, err = baseField(fields, "id", true); err != nil {
+		return Event{}, err
+	}
+	if ev.timestamp, err = baseField(fields, "timestamp", false); err != nil {
+		return Event{}, err
+	}
+	ev.at, ev.timed = ParseVendorTime(ev.timestamp)
 	ev.source, _ = fields["source"].(string)
 	_, ev.numbersAsText = textNumbers(fields)
 	return ev, nil
+}
+
+// baseField reads a base field, which must be a string if present, and a
+// nonempty one if required.
+func baseField(fields map[string]any, name string, required bool) (string, error) {
+	raw, present := fields[name]
+	if !present {
+		if required {
+			return "", fmt.Errorf("%w: missing %q", ErrInvalidEvent, name)
+		}
+		return "", nil
+	}
+	s, ok := raw.(string)
+	if !ok {
+		return "", fmt.Errorf("%w: %q is not a string", ErrInvalidEvent, name)
+	}
+	if required && s == "" {
+		return "", fmt.Errorf("%w: %q is empty", ErrInvalidEvent, name)
+	}
+	return s, nil
 }
 
 // textNumbers rewrites, in place, each number in v that no float64 holds

@@ -101,3 +101,22 @@ func TestTransient(t *testing.T) {
 	assert.True(t, KnownKind("ActionEvent"))
 	assert.False(t, KnownKind("SandboxCheckpointEvent"))
 }
+
+// TestEventTimeIsItsTimestamp pins that every way an Event is made reads
+// its timestamp as ParseVendorTime does (the mapping and the decorator
+// use that reading rather than parse it again).
+func TestEventTimeIsItsTimestamp(t *testing.T) {
+	fallback := received
+	for _, ts := range []string{"2026-07-12T10:15:00.123456", "2026-07-12T10:15:00", "2026-07-12T10:15:00+02:00", "yesterday", ""} {
+		decoded, err := DecodeEvent([]byte(`{"kind":"PauseEvent","id":"e1","timestamp":"` + ts + `"}`))
+		require.NoError(t, err)
+		for name, ev := range map[string]Event{
+			"DecodeEvent":    decoded,
+			"At":             At(ts),
+			"Oversize.Event": Oversize{ID: "e1", Timestamp: ts}.Event(),
+		} {
+			assert.Equal(t, vendorTime(ts, fallback), ev.timeOr(fallback), "%s(%q)", name, ts)
+		}
+	}
+	assert.Equal(t, fallback, Event{}.timeOr(fallback))
+}

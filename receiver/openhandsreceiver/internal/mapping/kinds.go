@@ -52,7 +52,7 @@ func (c *Conversation) mapAction(e *emission, f map[string]any, o origin) bool {
 	out := e.emit("tool.requested", o)
 	out.Subject = name
 	out.Step = str(f, "llm_response_id")
-	set(out, "tool", toolRef(f, name))
+	set(out, "tool", toolRef(f))
 	if risk := str(f, "security_risk"); risk != "" && risk != "UNKNOWN" {
 		set(out, "risk", risk)
 	}
@@ -87,7 +87,7 @@ func (c *Conversation) mapObservation(e *emission, f map[string]any, o origin) b
 	}
 	out := e.emit("tool.completed", o)
 	out.Subject = name
-	set(out, "tool", toolRef(f, name))
+	set(out, "tool", toolRef(f))
 	if d, err := aep.Digest(text); err == nil {
 		set(out, "result_digest", d)
 	}
@@ -114,7 +114,7 @@ func (c *Conversation) mapAgentError(e *emission, f map[string]any, o origin) bo
 func (c *Conversation) toolFailed(e *emission, f map[string]any, o origin, name, errType, message string) {
 	out := e.emit("tool.failed", o)
 	out.Subject = name
-	set(out, "tool", toolRef(f, name))
+	set(out, "tool", toolRef(f))
 	info := map[string]any{"type": errType}
 	if m, ok := c.text(out, message); ok && m != "" {
 		info["message"] = m
@@ -139,7 +139,7 @@ func (c *Conversation) mapUserReject(e *emission, ev Event, o origin) bool {
 		out = c.mapVendor(e, ev, o)
 	}
 	out.Subject = name
-	set(out, "tool", toolRef(f, name))
+	set(out, "tool", toolRef(f))
 	return true
 }
 
@@ -257,10 +257,16 @@ func executionStatus(key string, value any) (string, bool) {
 // envelope and the stamps carry those) and minus every thought/reasoning
 // field, which no schema field is annotated to hold. Vendor types have no
 // schema, so downstream hops drop their whole data above metadata.
+//
+// The payload is built only at a level it rides at, and at full it is
+// already a copy of its own (as value would give).
 func (c *Conversation) mapVendor(e *emission, ev Event, o origin) *aep.Event {
 	out := e.emit(VendorType(ev.kind), o)
-	if p, ok := c.value(out, vendorPayload(ev.Fields)); ok {
-		set(out, "payload", p)
+	switch out.Capture {
+	case aep.CaptureRedacted:
+		set(out, "payload", c.cfg.Redactor.Value(vendorPayload(ev.Fields)))
+	case aep.CaptureFull:
+		set(out, "payload", vendorPayload(ev.Fields))
 	}
 	return out
 }
@@ -322,24 +328,26 @@ func contentText(content any) string {
 	case string:
 		return t
 	case []any:
-		var b strings.Builder
+		var text []string
 		for _, item := range t {
 			if m, ok := item.(map[string]any); ok && str(m, "type") == "text" {
-				b.WriteString(str(m, "text"))
+				text = append(text, str(m, "text"))
 			}
 		}
-		return b.String()
+		return strings.Join(text, "") // the one item itself, when there is one
 	default:
 		return ""
 	}
 }
 
-func toolRef(f map[string]any, name string) map[string]any {
-	ref := map[string]any{"name": name}
-	if id := str(f, "tool_call_id"); id != "" {
-		ref["call_id"] = id
+// toolRef is data.tool: the event's tool_name, which its caller found a
+// nonempty string, and its tool_call_id if it has one. The values are the
+// decoded event's own, not converted anew.
+func toolRef(f map[string]any) map[string]any {
+	if str(f, "tool_call_id") == "" {
+		return map[string]any{"name": f["tool_name"]}
 	}
-	return ref
+	return map[string]any{"name": f["tool_name"], "call_id": f["tool_call_id"]}
 }
 
 // pointerToken escapes a key as a JSON Pointer token (RFC 6901).

@@ -93,9 +93,8 @@ func (c *Conversation) standIn(typ string, o origin, receivedAt time.Time, data 
 // Event is the stored event as far as it is known (id and timestamp, no
 // kind or content), for the Decorator to place its stand-in.
 func (o Oversize) Event() Event {
-	return Event{
-		Fields:    map[string]any{"id": o.ID, "timestamp": o.Timestamp},
-		id:        o.ID,
-		timestamp: o.Timestamp,
-	}
+	ev := At(o.Timestamp)
+	ev.Fields = map[string]any{"id": o.ID, "timestamp": o.Timestamp}
+	ev.id = o.ID
+	return ev
 }

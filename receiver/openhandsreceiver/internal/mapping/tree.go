@@ -79,7 +79,7 @@ func (c *Conversation) subagentStarted(e *emission, f, obs map[string]any, o ori
 	out := e.emit(typeSubagentStarted, o)
 	out.Cause = completed.ID
 	set(out, "child", c.childRef(child))
-	set(out, "tool", toolRef(f, startChildTool))
+	set(out, "tool", toolRef(f)) // f's tool_name is startChildTool
 	if _, known := c.s.Children[child]; known || len(c.s.Children) < maxOpenChildren {
 		if c.s.Children == nil {
 			c.s.Children = make(map[string]string)

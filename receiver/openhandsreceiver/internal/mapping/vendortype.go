@@ -14,6 +14,24 @@ const vendorPrefix = "x.openhands."
 // than ASCII letters and digits separate words, and a kind with no letters
 // or digits at all names "x.openhands.unknown.event".
 func VendorType(kind string) string {
+	if typ, ok := knownVendorTypes[kind]; ok {
+		return typ
+	}
+	return vendorType(kind)
+}
+
+// knownVendorTypes are the known kinds' vendor types, worked out once: a
+// vendor-plane event, and the decorator for every output, looks one up.
+var knownVendorTypes = func() map[string]string {
+	types := make(map[string]string, len(knownKinds))
+	for kind := range knownKinds {
+		types[kind] = vendorType(kind)
+	}
+	return types
+}()
+
+// vendorType works VendorType out.
+func vendorType(kind string) string {
 	snake := strings.TrimSuffix(snakeCase(kind), "_event")
 	if snake == "" {
 		snake = "unknown"
