@@ -63,3 +63,23 @@ func TestConvert(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkConvert measures one record back to its wire form, on the
+// golden stream's tool events as the openhands receiver projects them.
+func BenchmarkConvert(b *testing.B) {
+	for _, line := range aeptest.Golden(b)[2:4] { // tool.requested, tool.completed
+		lr := plog.NewLogRecord()
+		require.NoError(b, projection.ToLogRecord(line.Event, lr, projection.Options{}))
+		res := pcommon.NewResource()
+		_, _, rejected := (Converter{}).Convert(lr, res) // compile the schemas outside the timer
+		require.Nil(b, rejected)
+		b.Run(line.Event.Type, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, rejected := (Converter{}).Convert(lr, res); rejected != nil {
+					b.Fatal(rejected.Err)
+				}
+			}
+		})
+	}
+}
