@@ -38,9 +38,10 @@ func TypeOf(lr plog.LogRecord) (string, bool) {
 	return strings.CutPrefix(lr.EventName(), EventNamePrefix)
 }
 
-// recordFacts collects what the attributes say before it is checked.
+// recordFacts collects what the attributes say before it is checked. Only
+// ev outlives the rebuild: the rest stays on the stack.
 type recordFacts struct {
-	ev                 aep.Event
+	ev                 *aep.Event
 	capture            string
 	data               map[string]any
 	wireTime           string
@@ -54,7 +55,7 @@ func rebuildEvent(typ string, lr plog.LogRecord) (*aep.Event, error) {
 	if typ == "" {
 		return nil, errors.New("event_name has no AEP type after the prefix")
 	}
-	f := recordFacts{ev: aep.Event{AEP: aep.Version, Type: typ}}
+	f := recordFacts{ev: &aep.Event{AEP: aep.Version, Type: typ}}
 	for key, v := range lr.Attributes().All() {
 		if err := f.readAttribute(key, v); err != nil {
 			return nil, fmt.Errorf("attribute %s: %w", key, err)
@@ -83,7 +84,7 @@ func rebuildEvent(typ string, lr plog.LogRecord) (*aep.Event, error) {
 	if err := f.readData(lr.Body()); err != nil {
 		return nil, err
 	}
-	return &f.ev, nil
+	return f.ev, nil
 }
 
 func (f *recordFacts) readAttribute(key string, v pcommon.Value) error {
