@@ -88,7 +88,7 @@ func (c converter) convert(ld plog.Logs) converted {
 
 // source converts ld's records lazily, in record order.
 func (c converter) source(ld plog.Logs) *pushSource {
-	return &pushSource{c: c, ld: ld}
+	return &pushSource{c: c, ld: ld, out: converted{events: make([]outboundEvent, 0, ld.LogRecordCount())}}
 }
 
 // pushSource converts one push's records as the transport takes their
