@@ -334,7 +334,7 @@ func (d *delivery) finish(ctx context.Context) {
 	for _, p := range d.order {
 		var refused map[string]relayRefusal
 		if p.wait != nil {
-			refused = p.conn.settle(p.wait)
+			refused = p.conn.settle(p.wait, p.events)
 		}
 		if p.link != nil {
 			d.s.release(p.link)
