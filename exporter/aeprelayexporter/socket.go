@@ -209,14 +209,30 @@ func (s *socketTransport) send(ctx context.Context, src *pushSource) error {
 // which are dropped: the relay closes a socket that sends one (1009), so
 // the push would fail at every retry and hold the queue behind it.
 func (s *socketTransport) fitFrame(ctx context.Context, group []outboundEvent) []outboundEvent {
-	return slices.DeleteFunc(group, func(ev outboundEvent) bool {
-		if len(ev.raw) <= maxFrame {
-			return false
-		}
+	tooLarge := func(ev outboundEvent) bool { return len(ev.raw) > maxFrame }
+	return dropEvents(group, tooLarge, func(ev outboundEvent) {
 		s.drop(ctx, refusal{reason: reasonTooLarge, id: ev.id, typ: ev.typ, session: ev.session,
 			err: fmt.Errorf("the event is %d bytes, over the %d a relay socket frame may hold (AEP_MAX_BODY)", len(ev.raw), maxFrame)})
-		return true
 	})
+}
+
+// dropEvents returns group less the events doomed reports, each of which
+// it hands to drop, in order. group may be a view of the push's own
+// events (byAgent), which stay as they are: the events kept are a copy
+// when any is dropped, group itself otherwise.
+func dropEvents(group []outboundEvent, doomed func(outboundEvent) bool, drop func(outboundEvent)) []outboundEvent {
+	if !slices.ContainsFunc(group, doomed) {
+		return group
+	}
+	kept := make([]outboundEvent, 0, len(group))
+	for _, ev := range group {
+		if doomed(ev) {
+			drop(ev)
+			continue
+		}
+		kept = append(kept, ev)
+	}
+	return kept
 }
 
 // refuseAgent drops an event of another agent when max_links opens no
@@ -226,8 +242,13 @@ func (s *socketTransport) refuseAgent(ctx context.Context, ev outboundEvent) {
 		err: fmt.Errorf("event agent %q is not agent %q, and max_links: 1 opens no link for another agent (raise max_links, or set transport: http)", ev.agent, s.cfg.Agent)})
 }
 
-// byAgent splits a chunk by agent, each group in chunk order.
+// byAgent splits a chunk by agent, each group in chunk order. A chunk of
+// one agent, the usual one, is its own group, not a copy: the groups are
+// only read.
 func byAgent(chunk []outboundEvent) [][]outboundEvent {
+	if !slices.ContainsFunc(chunk, func(ev outboundEvent) bool { return ev.agent != chunk[0].agent }) {
+		return [][]outboundEvent{chunk}
+	}
 	var groups [][]outboundEvent
 	at := make(map[string]int, 1)
 	for _, ev := range chunk {

@@ -808,3 +808,47 @@ func TestSocketEventOverTheFrameLimitIsDropped(t *testing.T) {
 	assert.Equal(t, int64(1), h.counter(t, "otelcol_aeprelay_events_rejected", attribute.String("reason", reasonTooLarge)))
 	requireNoViolations(t, relay)
 }
+
+// TestByAgentAndDropEventsLeaveThePushAsItIs: a chunk of one agent is its
+// own group, so dropping from a group copies what it keeps and never
+// writes over the push's events.
+func TestByAgentAndDropEventsLeaveThePushAsItIs(t *testing.T) {
+	ids := func(events []outboundEvent) []string {
+		var out []string
+		for _, ev := range events {
+			out = append(out, ev.agent+"/"+ev.id)
+		}
+		return out
+	}
+	ev := func(agent, id string) outboundEvent { return outboundEvent{agent: agent, id: id} }
+	tests := []struct {
+		name       string
+		chunk      []outboundEvent
+		drop       string // the id dropped from each group
+		wantGroups [][]string
+	}{
+		{name: "one_agent", chunk: []outboundEvent{ev("a", "1"), ev("a", "2"), ev("a", "3")},
+			wantGroups: [][]string{{"a/1", "a/2", "a/3"}}},
+		{name: "one_agent_drop", chunk: []outboundEvent{ev("a", "1"), ev("a", "2"), ev("a", "3")}, drop: "2",
+			wantGroups: [][]string{{"a/1", "a/3"}}},
+		{name: "two_agents", chunk: []outboundEvent{ev("a", "1"), ev("b", "2"), ev("a", "3"), ev("b", "4")}, drop: "4",
+			wantGroups: [][]string{{"a/1", "a/3"}, {"b/2"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := ids(tt.chunk)
+			var got [][]string
+			var dropped []string
+			for _, group := range byAgent(tt.chunk) {
+				kept := dropEvents(group, func(ev outboundEvent) bool { return ev.id == tt.drop },
+					func(ev outboundEvent) { dropped = append(dropped, ev.id) })
+				got = append(got, ids(kept))
+			}
+			assert.Equal(t, tt.wantGroups, got)
+			if tt.drop != "" {
+				assert.Equal(t, []string{tt.drop}, dropped)
+			}
+			assert.Equal(t, before, ids(tt.chunk), "the push's events are as they were")
+		})
+	}
+}
