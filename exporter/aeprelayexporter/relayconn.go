@@ -118,16 +118,18 @@ func (c *relayConn) register(w *batchWait, events []outboundEvent) {
 	}
 }
 
-// settle unregisters a batch, whose events (the batch's part keeps them)
+// settle unregisters a batch, whose events (the groups its part keeps)
 // include every one registered with it, and returns the refusals it got;
 // none can land on it afterwards.
-func (c *relayConn) settle(w *batchWait, events []outboundEvent) map[string]relayRefusal {
+func (c *relayConn) settle(w *batchWait, groups [][]outboundEvent) map[string]relayRefusal {
 	c.waitMu.Lock()
 	defer c.waitMu.Unlock()
 	delete(c.batches, w.token)
-	for _, ev := range events {
-		if c.awaiting[ev.id] == w {
-			delete(c.awaiting, ev.id)
+	for _, group := range groups {
+		for _, ev := range group {
+			if c.awaiting[ev.id] == w {
+				delete(c.awaiting, ev.id)
+			}
 		}
 	}
 	return w.refused
