@@ -81,5 +81,39 @@ func BenchmarkConvert(b *testing.B) {
 				}
 			}
 		})
+		b.Run(line.Event.Type+"/into", func(b *testing.B) { // as the aeprelay exporter converts
+			b.ReportAllocs()
+			for b.Loop() {
+				var ev aep.Event
+				if _, rejected := (Converter{}).ConvertInto(lr, &ev); rejected != nil {
+					b.Fatal(rejected.Err)
+				}
+			}
+		})
 	}
+}
+
+// TestConvertInto: the event rebuilt into the caller's is the one Convert
+// returns, and a rejection holds a copy of it, so that the caller's may
+// stay on its stack.
+func TestConvertInto(t *testing.T) {
+	golden := aeptest.Golden(t)
+	lr := plog.NewLogRecord()
+	require.NoError(t, projection.ToLogRecord(golden[3].Event, lr, projection.Options{}))
+	want, wantRaw, rejected := Converter{}.Convert(lr, pcommon.NewResource())
+	require.Nil(t, rejected)
+	var ev aep.Event
+	raw, rejected := Converter{}.ConvertInto(lr, &ev)
+	require.Nil(t, rejected)
+	assert.Equal(t, *want, ev)
+	assert.Equal(t, string(wantRaw), string(raw))
+
+	invalid := golden[3].Event.Clone()
+	invalid.Seq = nil // a session-scoped event needs a seq
+	require.NoError(t, projection.ToLogRecord(invalid, lr, projection.Options{}))
+	_, rejected = Converter{}.ConvertInto(lr, &ev)
+	require.NotNil(t, rejected)
+	assert.Equal(t, ReasonInvalid, rejected.Reason)
+	assert.Equal(t, ev, *rejected.Event)
+	assert.NotSame(t, &ev, rejected.Event)
 }
