@@ -170,11 +170,11 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	}
 	if e.Seq != nil {
 		field("seq")
-		b.WriteString(strconv.FormatInt(*e.Seq, 10))
+		b.Write(strconv.AppendInt(b.AvailableBuffer(), *e.Seq, 10))
 	}
 	if e.Epoch != nil {
 		field("epoch")
-		b.WriteString(strconv.FormatInt(*e.Epoch, 10))
+		b.Write(strconv.AppendInt(b.AvailableBuffer(), *e.Epoch, 10))
 	}
 	for _, kv := range [...]struct{ k, v string }{
 		{"cause", e.Cause}, {"traceparent", e.Traceparent},

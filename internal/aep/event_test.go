@@ -188,6 +188,20 @@ func BenchmarkMarshal(b *testing.B) {
 	}
 }
 
+// BenchmarkMarshalReceiverSeq is BenchmarkMarshal with the seq and epoch
+// of a receiver's session some time in (epochs count seconds since 2025).
+func BenchmarkMarshalReceiverSeq(b *testing.B) {
+	ev, err := Parse(benchmarkEvent(b))
+	require.NoError(b, err)
+	ev.Seq, ev.Epoch = Int64(1234), Int64(60_000_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ev.MarshalJSON(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkCanonical(b *testing.B) {
 	ev, err := Parse(benchmarkEvent(b))
 	require.NoError(b, err)
