@@ -88,7 +88,7 @@ func (c converter) convert(ld plog.Logs) converted {
 
 // source converts ld's records lazily, in record order.
 func (c converter) source(ld plog.Logs) *pushSource {
-	return &pushSource{c: c, ld: ld}
+	return &pushSource{c: c, ld: ld, out: converted{events: make([]outboundEvent, 0, ld.LogRecordCount())}}
 }
 
 // pushSource converts one push's records as the transport takes their
@@ -164,7 +164,8 @@ func (c converter) event(lr plog.LogRecord, res pcommon.Resource) (outboundEvent
 	if typ, ok := projection.TypeOf(lr); ok && aep.IsCommand(typ) {
 		return outboundEvent{}, refusal{reason: reasonCommand, typ: typ, err: errCommand}
 	}
-	ev, raw, rejected := c.Convert(lr, res)
+	var ev aep.Event // only its wire form outlives the conversion
+	raw, rejected := c.ConvertInto(lr, &ev)
 	if rejected != nil {
 		r := refusal{reason: rejected.Reason, err: rejected.Err}
 		if rejected.Event != nil {

@@ -175,12 +175,16 @@ type relayResponse struct {
 }
 
 func (h *httpTransport) post(ctx context.Context, events []outboundEvent) (relayResponse, error) {
-	var body bytes.Buffer
+	size := 0
+	for _, ev := range events {
+		size += len(ev.raw) + 1
+	}
+	body := bytes.NewBuffer(make([]byte, 0, size))
 	for _, ev := range events {
 		body.Write(ev.raw)
 		body.WriteByte('\n')
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.target, &body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.target, body)
 	if err != nil {
 		return relayResponse{}, consumererror.NewPermanent(fmt.Errorf("build the POST to %s: %w", h.display, err))
 	}

@@ -39,6 +39,15 @@ func startHTTPExporter(t *testing.T, relay *aeprelaytest.Relay) *harness {
 	return startExporter(t, cfg, nil)
 }
 
+// BenchmarkPushHTTP measures delivery over loopback to the test relay:
+// batches of 100 events, one POST each.
+func BenchmarkPushHTTP(b *testing.B) {
+	relay := startRelay(b, aeprelaytest.Config{})
+	cfg := httpConfig(relay.URL())
+	cfg.Token = relayToken
+	benchmarkPush(b, cfg)
+}
+
 func TestHTTPDelivers(t *testing.T) {
 	relay := startRelay(t, aeprelaytest.Config{})
 	h := startHTTPExporter(t, relay)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -247,12 +246,9 @@ func (s *socketTransport) claimedByAgent(ctx context.Context, group []outboundEv
 		}
 		return group
 	}
-	return slices.DeleteFunc(group, func(ev outboundEvent) bool {
-		if ev.session == "" || !s.agentSessions.Has(ev.session) {
-			return false
-		}
+	claimed := func(ev outboundEvent) bool { return ev.session != "" && s.agentSessions.Has(ev.session) }
+	return dropEvents(group, claimed, func(ev outboundEvent) {
 		s.drop(ctx, refusal{reason: reasonSessionClaimed, id: ev.id, typ: ev.typ, session: ev.session,
 			err: fmt.Errorf("event of agent %q in session %q, which the link of agent %q carries: sent on a link of its own, it would make the relay refuse the session's commands as ambiguous; authenticate the receiver it came from (README: Security)", ev.agent, ev.session, s.cfg.Agent)})
-		return true
 	})
 }

@@ -36,8 +36,7 @@ type relayConn struct {
 // frames in order, so every error frame about the batch's events arrives
 // before the pong of the ping written after them.
 type batchWait struct {
-	token  string
-	events []outboundEvent
+	token string
 	// pong is closed when the relay answers the batch's ping.
 	pong chan struct{}
 	// refused holds the relay's refusals of the batch's events, by id.
@@ -114,21 +113,23 @@ func (c *relayConn) await(token string) *batchWait {
 func (c *relayConn) register(w *batchWait, events []outboundEvent) {
 	c.waitMu.Lock()
 	defer c.waitMu.Unlock()
-	w.events = append(w.events, events...)
 	for _, ev := range events {
 		c.awaiting[ev.id] = w
 	}
 }
 
-// settle unregisters a batch and returns the refusals it got; none can
-// land on it afterwards.
-func (c *relayConn) settle(w *batchWait) map[string]relayRefusal {
+// settle unregisters a batch, whose events (the groups its part keeps)
+// include every one registered with it, and returns the refusals it got;
+// none can land on it afterwards.
+func (c *relayConn) settle(w *batchWait, groups [][]outboundEvent) map[string]relayRefusal {
 	c.waitMu.Lock()
 	defer c.waitMu.Unlock()
 	delete(c.batches, w.token)
-	for _, ev := range w.events {
-		if c.awaiting[ev.id] == w {
-			delete(c.awaiting, ev.id)
+	for _, group := range groups {
+		for _, ev := range group {
+			if c.awaiting[ev.id] == w {
+				delete(c.awaiting, ev.id)
+			}
 		}
 	}
 	return w.refused

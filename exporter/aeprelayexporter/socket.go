@@ -209,14 +209,30 @@ func (s *socketTransport) send(ctx context.Context, src *pushSource) error {
 // which are dropped: the relay closes a socket that sends one (1009), so
 // the push would fail at every retry and hold the queue behind it.
 func (s *socketTransport) fitFrame(ctx context.Context, group []outboundEvent) []outboundEvent {
-	return slices.DeleteFunc(group, func(ev outboundEvent) bool {
-		if len(ev.raw) <= maxFrame {
-			return false
-		}
+	tooLarge := func(ev outboundEvent) bool { return len(ev.raw) > maxFrame }
+	return dropEvents(group, tooLarge, func(ev outboundEvent) {
 		s.drop(ctx, refusal{reason: reasonTooLarge, id: ev.id, typ: ev.typ, session: ev.session,
 			err: fmt.Errorf("the event is %d bytes, over the %d a relay socket frame may hold (AEP_MAX_BODY)", len(ev.raw), maxFrame)})
-		return true
 	})
+}
+
+// dropEvents returns group less the events doomed reports, each of which
+// it hands to drop, in order. group may be a view of the push's own
+// events (byAgent), which stay as they are: the events kept are a copy
+// when any is dropped, group itself otherwise.
+func dropEvents(group []outboundEvent, doomed func(outboundEvent) bool, drop func(outboundEvent)) []outboundEvent {
+	if !slices.ContainsFunc(group, doomed) {
+		return group
+	}
+	kept := make([]outboundEvent, 0, len(group))
+	for _, ev := range group {
+		if doomed(ev) {
+			drop(ev)
+			continue
+		}
+		kept = append(kept, ev)
+	}
+	return kept
 }
 
 // refuseAgent drops an event of another agent when max_links opens no
@@ -226,8 +242,13 @@ func (s *socketTransport) refuseAgent(ctx context.Context, ev outboundEvent) {
 		err: fmt.Errorf("event agent %q is not agent %q, and max_links: 1 opens no link for another agent (raise max_links, or set transport: http)", ev.agent, s.cfg.Agent)})
 }
 
-// byAgent splits a chunk by agent, each group in chunk order.
+// byAgent splits a chunk by agent, each group in chunk order. A chunk of
+// one agent, the usual one, is its own group, not a copy: the groups are
+// only read.
 func byAgent(chunk []outboundEvent) [][]outboundEvent {
+	if !slices.ContainsFunc(chunk, func(ev outboundEvent) bool { return ev.agent != chunk[0].agent }) {
+		return [][]outboundEvent{chunk}
+	}
 	var groups [][]outboundEvent
 	at := make(map[string]int, 1)
 	for _, ev := range chunk {
@@ -263,8 +284,11 @@ type linkBatch struct {
 	link  *relayLink // nil when no link could be had (err says why)
 	conn  *relayConn
 	wait  *batchWait
-	// events are every event of the part, written or not, in order.
-	events []outboundEvent
+	// groups are every event of the part, written or not, in order: the
+	// groups send gave it as they came (views of the push's events, or
+	// byAgent's copies), never copied again; n counts their events.
+	groups [][]outboundEvent
+	n      int
 	// first is when its first frame was written.
 	first time.Time
 	// err is why the part failed; its events (less those the relay
@@ -308,7 +332,8 @@ func (d *delivery) part(ctx context.Context, agent string) *linkBatch {
 // write sends events on the part's link; after a failure it only keeps
 // them, as still to be sent.
 func (p *linkBatch) write(deadline time.Time, events []outboundEvent) {
-	p.events = append(p.events, events...)
+	p.groups = append(p.groups, events)
+	p.n += len(events)
 	if p.err != nil {
 		return
 	}
@@ -316,7 +341,7 @@ func (p *linkBatch) write(deadline time.Time, events []outboundEvent) {
 		p.first = time.Now()
 	}
 	if err := p.conn.writeEvents(deadline, p.wait, events); err != nil {
-		p.fail(fmt.Errorf("write events to the AEP relay (%d of the batch so far): %w", len(p.events), err))
+		p.fail(fmt.Errorf("write events to the AEP relay (%d of the batch so far): %w", p.n, err))
 	}
 }
 
@@ -334,12 +359,12 @@ func (d *delivery) finish(ctx context.Context) {
 	for _, p := range d.order {
 		var refused map[string]relayRefusal
 		if p.wait != nil {
-			refused = p.conn.settle(p.wait)
+			refused = p.conn.settle(p.wait, p.groups)
 		}
 		if p.link != nil {
 			d.s.release(p.link)
 		}
-		unsent := d.s.settle(ctx, p.events, refused, p.err)
+		unsent := d.s.settle(ctx, p.groups, refused, p.err)
 		if p.err != nil {
 			if d.failed[p.agent] == nil {
 				d.errs = append(d.errs, p.err)
@@ -361,7 +386,7 @@ func (d *delivery) confirm(ctx context.Context) {
 			continue
 		}
 		if err := p.conn.writeJSON(deadline, pingFrame{Type: framePing, T: json.RawMessage(p.wait.token)}); err != nil {
-			p.fail(fmt.Errorf("write events to the AEP relay (%d of the batch so far): %w", len(p.events), err))
+			p.fail(fmt.Errorf("write events to the AEP relay (%d of the batch so far): %w", p.n, err))
 		}
 	}
 	// One confirm_timeout for every part: their pongs come in parallel.
@@ -372,7 +397,7 @@ func (d *delivery) confirm(ctx context.Context) {
 		if p.err != nil {
 			continue
 		}
-		n := len(p.events)
+		n := p.n
 		select {
 		case <-p.wait.pong: // confirmed while an earlier part was waited for
 			d.s.tel.confirmed(ctx, p.first)
@@ -413,20 +438,23 @@ func (d *delivery) result() error {
 
 // settle drops the events of a part the relay refused, counts the rest as
 // sent when err is nil, and returns them otherwise.
-func (s *socketTransport) settle(ctx context.Context, events []outboundEvent, refused map[string]relayRefusal, err error) []outboundEvent {
-	rest := events
-	if len(refused) > 0 {
-		rest = make([]outboundEvent, 0, len(events))
-		for _, ev := range events {
+func (s *socketTransport) settle(ctx context.Context, groups [][]outboundEvent, refused map[string]relayRefusal, err error) []outboundEvent {
+	var rest []outboundEvent
+	sent := 0
+	for _, group := range groups {
+		for _, ev := range group {
 			if r, ok := refused[ev.id]; ok {
 				s.drop(ctx, ev.refusedByRelay(reasonRelayRefused, r.code, r.detail))
 				continue
 			}
-			rest = append(rest, ev)
+			sent++
+			if err != nil {
+				rest = append(rest, ev)
+			}
 		}
 	}
 	if err == nil {
-		s.tel.sent(ctx, len(rest))
+		s.tel.sent(ctx, sent)
 		return nil
 	}
 	return rest

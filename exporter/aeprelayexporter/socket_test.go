@@ -757,9 +757,15 @@ func TestSocketURL(t *testing.T) {
 // BenchmarkPushWebSocket measures confirmed delivery over loopback to the
 // test relay: batches of 100 events, each confirmed by its pong.
 func BenchmarkPushWebSocket(b *testing.B) {
-	const batch = 100
 	relay := startRelay(b, aeprelaytest.Config{})
-	cfg := socketConfig(relay)
+	benchmarkPush(b, socketConfig(relay))
+}
+
+// benchmarkPush measures pushes of 100 events with cfg, its relay
+// started; the first push, which connects, is outside the timing. B/op
+// counts the in-process relay's work too.
+func benchmarkPush(b *testing.B, cfg *Config) {
+	const batch = 100
 	exp, err := NewFactory().CreateLogs(context.Background(), exportertest.NewNopSettings(componentType), cfg)
 	require.NoError(b, err)
 	require.NoError(b, exp.Start(context.Background(), newTestHost()))
@@ -807,4 +813,48 @@ func TestSocketEventOverTheFrameLimitIsDropped(t *testing.T) {
 	assert.Equal(t, []string{"ev-s1-0000", "ev-s1-0002"}, relayIDs(relay))
 	assert.Equal(t, int64(1), h.counter(t, "otelcol_aeprelay_events_rejected", attribute.String("reason", reasonTooLarge)))
 	requireNoViolations(t, relay)
+}
+
+// TestByAgentAndDropEventsLeaveThePushAsItIs: a chunk of one agent is its
+// own group, so dropping from a group copies what it keeps and never
+// writes over the push's events.
+func TestByAgentAndDropEventsLeaveThePushAsItIs(t *testing.T) {
+	ids := func(events []outboundEvent) []string {
+		var out []string
+		for _, ev := range events {
+			out = append(out, ev.agent+"/"+ev.id)
+		}
+		return out
+	}
+	ev := func(agent, id string) outboundEvent { return outboundEvent{agent: agent, id: id} }
+	tests := []struct {
+		name       string
+		chunk      []outboundEvent
+		drop       string // the id dropped from each group
+		wantGroups [][]string
+	}{
+		{name: "one_agent", chunk: []outboundEvent{ev("a", "1"), ev("a", "2"), ev("a", "3")},
+			wantGroups: [][]string{{"a/1", "a/2", "a/3"}}},
+		{name: "one_agent_drop", chunk: []outboundEvent{ev("a", "1"), ev("a", "2"), ev("a", "3")}, drop: "2",
+			wantGroups: [][]string{{"a/1", "a/3"}}},
+		{name: "two_agents", chunk: []outboundEvent{ev("a", "1"), ev("b", "2"), ev("a", "3"), ev("b", "4")}, drop: "4",
+			wantGroups: [][]string{{"a/1", "a/3"}, {"b/2"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := ids(tt.chunk)
+			var got [][]string
+			var dropped []string
+			for _, group := range byAgent(tt.chunk) {
+				kept := dropEvents(group, func(ev outboundEvent) bool { return ev.id == tt.drop },
+					func(ev outboundEvent) { dropped = append(dropped, ev.id) })
+				got = append(got, ids(kept))
+			}
+			assert.Equal(t, tt.wantGroups, got)
+			if tt.drop != "" {
+				assert.Equal(t, []string{tt.drop}, dropped)
+			}
+			assert.Equal(t, before, ids(tt.chunk), "the push's events are as they were")
+		})
+	}
 }

@@ -170,11 +170,11 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	}
 	if e.Seq != nil {
 		field("seq")
-		b.WriteString(strconv.FormatInt(*e.Seq, 10))
+		b.Write(strconv.AppendInt(b.AvailableBuffer(), *e.Seq, 10))
 	}
 	if e.Epoch != nil {
 		field("epoch")
-		b.WriteString(strconv.FormatInt(*e.Epoch, 10))
+		b.Write(strconv.AppendInt(b.AvailableBuffer(), *e.Epoch, 10))
 	}
 	for _, kv := range [...]struct{ k, v string }{
 		{"cause", e.Cause}, {"traceparent", e.Traceparent},
@@ -184,7 +184,8 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			return nil, err
 		}
 	}
-	names := make([]string, 0, len(e.Extensions))
+	var nameBuf [smallMap]string
+	names := nameBuf[:0]
 	for n := range e.Extensions {
 		names = append(names, n)
 	}
@@ -241,6 +242,10 @@ func writeJSONString(b *bytes.Buffer, s string) error {
 	return nil
 }
 
+// smallMap is how many keys the writers sort in an array on their stack;
+// a map with more takes a slice from the heap.
+const smallMap = 16
+
 // maxWalkDepth bounds writeJSONValue's own walk; deeper (or cyclic)
 // values are the encoder's to write or refuse.
 const maxWalkDepth = 64
@@ -266,7 +271,8 @@ func writeJSONValue(b *bytes.Buffer, v any, depth int) error {
 			b.WriteString("null")
 			return nil
 		}
-		keys := make([]string, 0, len(t))
+		var keyBuf [smallMap]string
+		keys := keyBuf[:0]
 		for k := range t {
 			keys = append(keys, k)
 		}

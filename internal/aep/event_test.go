@@ -75,6 +75,25 @@ func TestMarshalOmitsAbsentAndKeepsExtensions(t *testing.T) {
 		"acmedrops":3,"acmeflag":true,"acmeregion":"eu-1"}`, string(out))
 }
 
+// TestMarshalBytes pins the wire form byte for byte: attributes in wire
+// order, extensions and data keys sorted (a map of more than 16 keys
+// too), numbers as they are.
+func TestMarshalBytes(t *testing.T) {
+	data := map[string]any{"tool": map[string]any{"name": "Bash", "call_id": "t_91"}, "duration_ms": json.Number("1240")}
+	for i := range 18 {
+		data[fmt.Sprintf("k%02d", 17-i)] = i%2 == 0
+	}
+	ev := Event{AEP: Version, ID: "01", Type: "tool.completed", Subject: "Bash", Time: "2026-07-03T10:00:00Z",
+		Source: "aep://h/agent/a", Agent: "a", Session: "s", Run: "r", Step: "turn-3",
+		Seq: Int64(1234), Epoch: Int64(60_000_000), Cause: "00", Severity: SeverityInfo, Capture: CaptureMetadata,
+		Extensions: map[string]any{"zeta": "z", "acmedrops": int64(-3), "acmeflag": true},
+		Data:       data}
+	out, err := ev.MarshalJSON()
+	require.NoError(t, err)
+	assert.Equal(t, `{"aep":"0.1","id":"01","type":"tool.completed","subject":"Bash","time":"2026-07-03T10:00:00Z","source":"aep://h/agent/a","agent":"a","session":"s","run":"r","step":"turn-3","seq":1234,"epoch":60000000,"cause":"00","severity":"info","capture":"metadata","acmedrops":-3,"acmeflag":true,"zeta":"z",`+
+		`"data":{"duration_ms":1240,"k00":false,"k01":true,"k02":false,"k03":true,"k04":false,"k05":true,"k06":false,"k07":true,"k08":false,"k09":true,"k10":false,"k11":true,"k12":false,"k13":true,"k14":false,"k15":true,"k16":false,"k17":true,"tool":{"call_id":"t_91","name":"Bash"}}}`, string(out))
+}
+
 func TestExtensionRefusals(t *testing.T) {
 	for name, tc := range map[string]struct {
 		name  string
@@ -180,6 +199,20 @@ func BenchmarkParse(b *testing.B) {
 func BenchmarkMarshal(b *testing.B) {
 	ev, err := Parse(benchmarkEvent(b))
 	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ev.MarshalJSON(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMarshalReceiverSeq is BenchmarkMarshal with the seq and epoch
+// of a receiver's session some time in (epochs count seconds since 2025).
+func BenchmarkMarshalReceiverSeq(b *testing.B) {
+	ev, err := Parse(benchmarkEvent(b))
+	require.NoError(b, err)
+	ev.Seq, ev.Epoch = Int64(1234), Int64(60_000_000)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := ev.MarshalJSON(); err != nil {

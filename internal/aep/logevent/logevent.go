@@ -44,22 +44,38 @@ type Rejection struct {
 
 // Convert rebuilds, checks, down-levels, marshals and validates one record:
 // the event and its wire form (aep.Event.MarshalJSON), or why not.
-func (c Converter) Convert(lr plog.LogRecord, res pcommon.Resource) (*aep.Event, []byte, *Rejection) {
-	ev, err := projection.FromLogRecord(lr, res)
-	if err != nil {
-		return nil, nil, &Rejection{Reason: ReasonProjection, Err: err}
+func (c Converter) Convert(lr plog.LogRecord, _ pcommon.Resource) (*aep.Event, []byte, *Rejection) {
+	ev := new(aep.Event)
+	raw, rejected := c.ConvertInto(lr, ev)
+	if rejected != nil {
+		return nil, nil, rejected
+	}
+	return ev, raw, nil
+}
+
+// ConvertInto is Convert rebuilding the event into ev, which it overwrites:
+// a caller that keeps only the wire form can keep the event on its stack.
+// A rejection holds a copy of the event, never ev.
+func (c Converter) ConvertInto(lr plog.LogRecord, ev *aep.Event) ([]byte, *Rejection) {
+	if err := projection.FromLogRecordInto(lr, ev); err != nil {
+		return nil, &Rejection{Reason: ReasonProjection, Err: err}
 	}
 	if c.Ceiling != "" {
-		ev = capture.Downlevel(ev, c.Ceiling)
+		*ev = *capture.Downlevel(ev, c.Ceiling)
 	}
 	raw, err := ev.MarshalJSON()
 	if err != nil {
-		return nil, nil, &Rejection{Reason: ReasonInvalid, Event: ev, Err: fmt.Errorf("marshal event: %w", err)}
+		return nil, invalid(ev, fmt.Errorf("marshal event: %w", err))
 	}
 	// Validate judges the event as ValidateJSON would judge raw, without
 	// decoding raw again.
 	if err := schema.Validate(ev); err != nil {
-		return nil, nil, &Rejection{Reason: ReasonInvalid, Event: ev, Err: err}
+		return nil, invalid(ev, err)
 	}
-	return ev, raw, nil
+	return raw, nil
+}
+
+func invalid(ev *aep.Event, err error) *Rejection {
+	rejected := *ev
+	return &Rejection{Reason: ReasonInvalid, Event: &rejected, Err: err}
 }

@@ -63,3 +63,57 @@ func TestConvert(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkConvert measures one record back to its wire form, on the
+// golden stream's tool events as the openhands receiver projects them.
+func BenchmarkConvert(b *testing.B) {
+	for _, line := range aeptest.Golden(b)[2:4] { // tool.requested, tool.completed
+		lr := plog.NewLogRecord()
+		require.NoError(b, projection.ToLogRecord(line.Event, lr, projection.Options{}))
+		res := pcommon.NewResource()
+		_, _, rejected := (Converter{}).Convert(lr, res) // compile the schemas outside the timer
+		require.Nil(b, rejected)
+		b.Run(line.Event.Type, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, rejected := (Converter{}).Convert(lr, res); rejected != nil {
+					b.Fatal(rejected.Err)
+				}
+			}
+		})
+		b.Run(line.Event.Type+"/into", func(b *testing.B) { // as the aeprelay exporter converts
+			b.ReportAllocs()
+			for b.Loop() {
+				var ev aep.Event
+				if _, rejected := (Converter{}).ConvertInto(lr, &ev); rejected != nil {
+					b.Fatal(rejected.Err)
+				}
+			}
+		})
+	}
+}
+
+// TestConvertInto: the event rebuilt into the caller's is the one Convert
+// returns, and a rejection holds a copy of it, so that the caller's may
+// stay on its stack.
+func TestConvertInto(t *testing.T) {
+	golden := aeptest.Golden(t)
+	lr := plog.NewLogRecord()
+	require.NoError(t, projection.ToLogRecord(golden[3].Event, lr, projection.Options{}))
+	want, wantRaw, rejected := Converter{}.Convert(lr, pcommon.NewResource())
+	require.Nil(t, rejected)
+	var ev aep.Event
+	raw, rejected := Converter{}.ConvertInto(lr, &ev)
+	require.Nil(t, rejected)
+	assert.Equal(t, *want, ev)
+	assert.Equal(t, string(wantRaw), string(raw))
+
+	invalid := golden[3].Event.Clone()
+	invalid.Seq = nil // a session-scoped event needs a seq
+	require.NoError(t, projection.ToLogRecord(invalid, lr, projection.Options{}))
+	_, rejected = Converter{}.ConvertInto(lr, &ev)
+	require.NotNil(t, rejected)
+	assert.Equal(t, ReasonInvalid, rejected.Reason)
+	assert.Equal(t, ev, *rejected.Event)
+	assert.NotSame(t, &ev, rejected.Event)
+}

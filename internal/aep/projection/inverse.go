@@ -22,13 +22,28 @@ var ErrNotAEP = errors.New("projection: log record is not an AEP event")
 func FromLogRecord(lr plog.LogRecord, _ pcommon.Resource) (*aep.Event, error) {
 	typ, ok := TypeOf(lr)
 	if !ok {
-		return nil, fmt.Errorf("%w: event_name %q lacks the %q prefix", ErrNotAEP, lr.EventName(), EventNamePrefix)
+		return nil, notAEP(lr)
 	}
-	ev, err := rebuildEvent(typ, lr)
-	if err != nil {
-		return nil, fmt.Errorf("projection: %s record: %w", lr.EventName(), err)
+	ev := new(aep.Event)
+	if err := rebuildEvent(typ, lr, ev); err != nil {
+		return nil, err
 	}
 	return ev, nil
+}
+
+// FromLogRecordInto is FromLogRecord writing the event into ev, which it
+// overwrites (and leaves as it was when it fails): a caller that needs
+// the event only for a moment can keep it on its stack.
+func FromLogRecordInto(lr plog.LogRecord, ev *aep.Event) error {
+	typ, ok := TypeOf(lr)
+	if !ok {
+		return notAEP(lr)
+	}
+	return rebuildEvent(typ, lr, ev)
+}
+
+func notAEP(lr plog.LogRecord) error {
+	return fmt.Errorf("%w: event_name %q lacks the %q prefix", ErrNotAEP, lr.EventName(), EventNamePrefix)
 }
 
 // TypeOf is the AEP type lr's event_name names, and whether lr is an AEP
@@ -38,7 +53,8 @@ func TypeOf(lr plog.LogRecord) (string, bool) {
 	return strings.CutPrefix(lr.EventName(), EventNamePrefix)
 }
 
-// recordFacts collects what the attributes say before it is checked.
+// recordFacts collects what the attributes say before it is checked. It
+// stays on the stack: the event is copied out once it is whole.
 type recordFacts struct {
 	ev                 aep.Event
 	capture            string
@@ -50,14 +66,22 @@ type recordFacts struct {
 	captureDefaulted   bool
 }
 
-func rebuildEvent(typ string, lr plog.LogRecord) (*aep.Event, error) {
+// rebuildEvent rebuilds the event of type typ from lr into ev.
+func rebuildEvent(typ string, lr plog.LogRecord, ev *aep.Event) error {
+	if err := readRecord(typ, lr, ev); err != nil {
+		return fmt.Errorf("projection: %s record: %w", lr.EventName(), err)
+	}
+	return nil
+}
+
+func readRecord(typ string, lr plog.LogRecord, ev *aep.Event) error {
 	if typ == "" {
-		return nil, errors.New("event_name has no AEP type after the prefix")
+		return errors.New("event_name has no AEP type after the prefix")
 	}
 	f := recordFacts{ev: aep.Event{AEP: aep.Version, Type: typ}}
 	for key, v := range lr.Attributes().All() {
 		if err := f.readAttribute(key, v); err != nil {
-			return nil, fmt.Errorf("attribute %s: %w", key, err)
+			return fmt.Errorf("attribute %s: %w", key, err)
 		}
 	}
 	for _, req := range [...]struct{ key, value string }{
@@ -65,25 +89,26 @@ func rebuildEvent(typ string, lr plog.LogRecord) (*aep.Event, error) {
 		{AttrSource, f.ev.Source}, {WireVersion, f.ev.AEP},
 	} {
 		if req.value == "" {
-			return nil, fmt.Errorf("required attribute %s is missing or empty", req.key)
+			return fmt.Errorf("required attribute %s is missing or empty", req.key)
 		}
 	}
 	if err := f.readCapture(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := f.readSeverity(lr); err != nil {
-		return nil, err
+		return err
 	}
 	if err := f.readTime(lr); err != nil {
-		return nil, err
+		return err
 	}
 	if err := f.readTraceparent(lr); err != nil {
-		return nil, err
+		return err
 	}
 	if err := f.readData(lr.Body()); err != nil {
-		return nil, err
+		return err
 	}
-	return &f.ev, nil
+	*ev = f.ev
+	return nil
 }
 
 func (f *recordFacts) readAttribute(key string, v pcommon.Value) error {

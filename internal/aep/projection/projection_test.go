@@ -409,6 +409,30 @@ func TestFromLogRecordRejects(t *testing.T) {
 	}
 }
 
+// TestFromLogRecordInto: rebuilding into an event the caller reuses gives
+// what FromLogRecord gives, keeping nothing of the event it held, and a
+// record that fails leaves the event as it was.
+func TestFromLogRecordInto(t *testing.T) {
+	golden := goldenEvents(t)
+	var ev aep.Event
+	for i, want := range golden {
+		t.Run(fmt.Sprintf("line%02d", i), func(t *testing.T) {
+			lr, res := project(t, want, Options{})
+			fresh, err := FromLogRecord(lr, res)
+			require.NoError(t, err)
+			require.NoError(t, FromLogRecordInto(lr, &ev)) // ev holds the previous line's event
+			assert.Equal(t, *fresh, ev)
+		})
+	}
+	t.Run("rejected", func(t *testing.T) {
+		before := ev
+		lr, _ := project(t, baseEvent(t), Options{})
+		lr.Attributes().Remove(AttrEventID)
+		require.ErrorContains(t, FromLogRecordInto(lr, &ev), "aep.event_id is missing")
+		assert.Equal(t, before, ev)
+	})
+}
+
 func removeAttr(key string) func(plog.LogRecord) {
 	return func(lr plog.LogRecord) { lr.Attributes().Remove(key) }
 }
