@@ -54,7 +54,11 @@ func runBench(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	floor, err := startProc("floor", r.dir, []string{self, "-floor", "-floor-stub", r.stubURL, "-floor-ids", strings.Join(ids, ",")})
+	floorArgs := []string{self, "-floor", "-floor-stub", r.stubURL, "-floor-ids", strings.Join(ids, ",")}
+	if o.floorHandoff {
+		floorArgs = append(floorArgs, "-floor-batch", o.batchTimeout.String())
+	}
+	floor, err := startProc("floor", r.dir, floorArgs)
 	if err != nil {
 		return err
 	}
@@ -308,6 +312,9 @@ func perThousand(cpu float64, events int) string {
 func printTable(o options, rows []rateRow, ceiling *ceilingRow, idle *idleRow) {
 	fmt.Printf("\n%d busy conversations, %s per rate, batch timeout %s; ours, the floor and the plain OTLP pipeline side by side in one run.\n",
 		o.conversations, o.duration, o.batchTimeout)
+	if o.floorHandoff {
+		fmt.Printf("The floor hands each frame to a goroutine batching them for %s, as the batch processor does (-floor-handoff).\n", o.batchTimeout)
+	}
 	fmt.Printf("The stub agent server and the test relay are fixtures: their CPU is shown, not judged.\n\n")
 	fmt.Println("| rate | delivered ours / floor / plain | our p50 / p99 ms | floor p50 / p99 ms | plain p50 / p99 ms | our CPU-s per 1,000 | floor CPU-s per 1,000 | plain OTLP CPU-s per 1,000 | ours ÷ floor | our batches, mean confirm wait ms | stub, relay CPU-s per 1,000 (fixtures) |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")

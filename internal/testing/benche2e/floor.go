@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"runtime"
 	"strings"
+	"time"
 
 	"github.com/gorilla/websocket"
 
@@ -20,12 +22,23 @@ import (
 // decoding its JSON, nothing else. It prints "ready" once every socket is
 // open, then answers "report" with a JSON summary of what arrived since the
 // last one, and "peek" with "count N".
-func runFloor(ctx context.Context, stubURL, key string, ids []string, in io.Reader, out io.Writer) error {
+//
+// With handoff > 0 each decoded frame is also handed to one goroutine that
+// gathers frames into a batch it drops every handoff, as the batch
+// processor gathers and flushes: the least a collector pipeline, whose
+// reading goroutine hands each frame's records to a batching one, adds to
+// the bare floor.
+func runFloor(ctx context.Context, stubURL, key string, ids []string, handoff time.Duration, in io.Reader, out io.Writer) error {
 	base, err := url.Parse(stubURL)
 	if err != nil {
 		return err
 	}
 	rec := &recorder{}
+	var frames chan map[string]any
+	if handoff > 0 {
+		frames = make(chan map[string]any, runtime.NumCPU()) // the batch processor's channel
+		go gatherFrames(frames, handoff)
+	}
 	errs := make(chan error, len(ids))
 	for _, id := range ids {
 		conn, err := oh.DialSocket(ctx, base.Host, oh.EndpointSession, id, key)
@@ -33,7 +46,7 @@ func runFloor(ctx context.Context, stubURL, key string, ids []string, in io.Read
 			return err
 		}
 		defer conn.Close()
-		go func() { errs <- readFloor(conn, rec) }()
+		go func() { errs <- readFloor(conn, rec, frames) }()
 	}
 	fmt.Fprintln(out, "ready")
 	scanner := bufio.NewScanner(in)
@@ -59,9 +72,26 @@ func runFloor(ctx context.Context, stubURL, key string, ids []string, in io.Read
 	return nil
 }
 
-// readFloor reads and decodes every frame; an event with a timestamp is an
-// arrival.
-func readFloor(conn *websocket.Conn, rec *recorder) error {
+// gatherFrames batches what frames hands it and drops the batch every
+// flush.
+func gatherFrames(frames <-chan map[string]any, flush time.Duration) {
+	ticker := time.NewTicker(flush)
+	defer ticker.Stop()
+	var batch []map[string]any
+	for {
+		select {
+		case frame := <-frames:
+			batch = append(batch, frame)
+		case <-ticker.C:
+			clear(batch)
+			batch = batch[:0]
+		}
+	}
+}
+
+// readFloor reads and decodes every frame, and hands it to frames when
+// that is not nil; an event with a timestamp is an arrival.
+func readFloor(conn *websocket.Conn, rec *recorder, frames chan<- map[string]any) error {
 	for {
 		_, data, err := conn.ReadMessage()
 		if err != nil {
@@ -70,6 +100,9 @@ func readFloor(conn *websocket.Conn, rec *recorder) error {
 		var frame map[string]any
 		if err := json.Unmarshal(data, &frame); err != nil {
 			return fmt.Errorf("decode frame: %w", err)
+		}
+		if frames != nil {
+			frames <- frame
 		}
 		event, _ := frame["event"].(map[string]any)
 		kind, _ := event["kind"].(string)

@@ -68,10 +68,13 @@ type options struct {
 	rates                  []float64
 	duration               time.Duration
 	batchTimeout           time.Duration
-	burst                  int
-	idle                   int
-	profileDir             string
-	disk                   bool
+	// floorHandoff: the floor hands each frame to a batching goroutine
+	// (runFloor).
+	floorHandoff bool
+	burst        int
+	idle         int
+	profileDir   string
+	disk         bool
 
 	soak                               bool
 	soakRate                           float64
@@ -100,6 +103,8 @@ func main() {
 	flag.StringVar(&rates, "rates", "500,2000,5000", "offered rates, events/s in total")
 	flag.DurationVar(&o.duration, "duration", 30*time.Second, "time per rate")
 	flag.DurationVar(&o.batchTimeout, "batch-timeout", 200*time.Millisecond, "batch processor timeout of both pipelines")
+	flag.BoolVar(&o.floorHandoff, "floor-handoff", false, "the floor also hands each frame to a goroutine batching them for the batch timeout, as a pipeline's batch processor does")
+	floorBatch := flag.Duration("floor-batch", 0, "the floor's hand-off batch timeout (internal)")
 	flag.IntVar(&o.burst, "burst", 2000, "events per conversation of the ceiling burst (0: skip)")
 	flag.IntVar(&o.idle, "idle", 1000, "idle conversations attached for the heap and RSS figures (0: skip)")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "save CPU and allocation profiles of our collector per rate here")
@@ -122,7 +127,7 @@ func main() {
 	var err error
 	switch {
 	case *floor:
-		err = runFloor(ctx, *floorStub, stubKey, strings.Split(*floorIDs, ","), os.Stdin, os.Stdout)
+		err = runFloor(ctx, *floorStub, stubKey, strings.Split(*floorIDs, ","), *floorBatch, os.Stdin, os.Stdout)
 	case o.soak:
 		err = runSoak(ctx, o)
 	case o.churn:
