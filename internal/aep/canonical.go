@@ -93,7 +93,11 @@ func writeCanonical(b *bytes.Buffer, v any) error {
 		}
 		b.WriteByte(']')
 	case map[string]any:
-		keys := make([]string, 0, len(t))
+		var keyBuf [smallMap]string // a small map's keys sort on the stack
+		keys := keyBuf[:0]
+		if len(t) > len(keyBuf) {
+			keys = make([]string, 0, len(t))
+		}
 		ascii := true
 		for k := range t {
 			keys = append(keys, k)

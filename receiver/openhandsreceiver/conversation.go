@@ -592,7 +592,7 @@ func (c *conversation) handleSessionFrame(ctx context.Context, raw []byte) {
 	case err != nil:
 		c.session.undecodable(ctx, mapping.UndecodableFrame, len(raw), err)
 		return
-	case f.Type == "durable" && (f.Seq == nil || f.Event == nil):
+	case f.Type == "durable" && (!f.HasSeq || f.Event == nil):
 		c.session.undecodable(ctx, mapping.UndecodableFrame, len(raw), errors.New("a durable frame without seq or event"))
 		return
 	}
@@ -605,7 +605,7 @@ func (c *conversation) handleSessionFrame(ctx context.Context, raw []byte) {
 		c.session.skipHistory(through, "") // start_at: end
 	case "durable":
 		ev, err := mapping.EventOf(f.Event)
-		c.session.handleDurable(ctx, *f.Seq, len(raw), ev, err)
+		c.session.handleDurable(ctx, f.Seq, len(raw), ev, err)
 	case "transient":
 		if ev, err := mapping.EventOf(f.Event); c.decoded(ctx, ev, err, len(raw)) {
 			c.session.process(ctx, ev, transientFrame, c.takeConnectSnapshot())

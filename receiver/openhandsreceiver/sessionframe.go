@@ -12,8 +12,12 @@ import (
 // sessionFrame is one /sockets/session envelope; unknown types and fields
 // are ignored, as the protocol asks of clients.
 type sessionFrame struct {
-	Type    string
-	Seq     *int64
+	Type string
+	// Seq is a durable frame's seq; HasSeq tells whether the frame has
+	// one (a value, not a pointer: every durable frame has one, and a
+	// pointer cost an allocation each).
+	Seq     int64
+	HasSeq  bool
 	Event   any // as aep.DecodeValue decodes it
 	ItemID  string
 	Attempt int
@@ -56,7 +60,8 @@ func decodeSessionFrame(raw []byte) (sessionFrame, error) {
 		case "type":
 			err = frameString(name, val, &f.Type)
 		case "seq":
-			f.Seq, err = frameSeq(name, val)
+			err = frameInt(name, val, &f.Seq)
+			f.HasSeq = err == nil
 		case "through_seq":
 			f.ThroughSeq, err = frameSeq(name, val)
 		case "event":
@@ -92,7 +97,7 @@ func frameString(name string, val any, dst *string) error {
 	return nil
 }
 
-// frameSeq reads a seq member.
+// frameSeq reads a through_seq member.
 func frameSeq(name string, val any) (*int64, error) {
 	var seq int64
 	if err := frameInt(name, val, &seq); err != nil {

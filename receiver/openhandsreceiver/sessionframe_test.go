@@ -20,7 +20,7 @@ func TestDecodeSessionFrame(t *testing.T) {
 		wantErr   bool
 	}{
 		{name: "durable", raw: `{"type":"durable","seq":7,"event":{"kind":"ActionEvent","n":1.5},"extra":[1]}`,
-			want: sessionFrame{Type: "durable", Seq: &seq, Event: map[string]any{"kind": "ActionEvent", "n": json.Number("1.5")}}},
+			want: sessionFrame{Type: "durable", Seq: 7, HasSeq: true, Event: map[string]any{"kind": "ActionEvent", "n": json.Number("1.5")}}},
 		{name: "delta", raw: `{"type":"delta","item_id":"i","attempt":2,"order":3,"kind":"text","content":"hi"}`,
 			want: sessionFrame{Type: "delta", ItemID: "i", Attempt: 2, Order: 3, Kind: "text", Content: "hi"}},
 		{name: "sync", raw: `{"type":"sync","from_seq":null,"through_seq":7}`,
@@ -30,7 +30,7 @@ func TestDecodeSessionFrame(t *testing.T) {
 		{name: "null members read as absent", raw: `{"type":"transient","seq":null,"event":null,"item_id":null}`,
 			want: sessionFrame{Type: "transient"}},
 		{name: "the last of a name given twice counts", raw: `{"type":"delta","seq":"7","type":"durable","seq":7,"item_id":"i","item_id":null}`,
-			want: sessionFrame{Type: "durable", Seq: &seq}},
+			want: sessionFrame{Type: "durable", Seq: 7, HasSeq: true}},
 		{name: "seq of another type", raw: `{"type":"durable","seq":"7"}`, wantErr: true},
 		{name: "fractional seq", raw: `{"type":"durable","seq":7.5}`, wantErr: true},
 		{name: "seq past int64", raw: `{"type":"durable","seq":9223372036854775808}`, wantErr: true},

@@ -68,7 +68,7 @@ func projectLogRecord(ev *aep.Event, lr plog.LogRecord, opts Options) error {
 	}
 
 	lr.SetTimestamp(pcommon.Timestamp(ns))
-	lr.SetEventName(EventNamePrefix + ev.Type)
+	lr.SetEventName(eventName(ev.Type))
 	lr.SetSeverityText(level.text)
 	lr.SetSeverityNumber(level.number)
 	lr.SetTraceID(tc.traceID)

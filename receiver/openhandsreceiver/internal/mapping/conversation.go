@@ -115,15 +115,23 @@ func (c *Conversation) Start(createdAt, receivedAt time.Time) *aep.Event {
 // Map returns the AEP events one vendor event implies, in order (see the
 // type's comment), stamped with receivedAt.
 func (c *Conversation) Map(ev Event, receivedAt time.Time) []*aep.Event {
+	return c.AppendMap(nil, ev, receivedAt)
+}
+
+// AppendMap is Map appending the events to dst and returning the extended
+// slice: a caller mapping event after event can keep one slice for them.
+func (c *Conversation) AppendMap(dst []*aep.Event, ev Event, receivedAt time.Time) []*aep.Event {
 	if c.s.Ended || ev.kind == "" || ev.kind == kindToken {
-		return nil // token-id planes are not observability
+		return dst // token-id planes are not observability
 	}
 	e := c.begin(receivedAt)
+	e.out = dst
 	o := origin{
-		id:  ev.Fields["id"], // the decoded values: data holds them as they are
-		ts:  ev.Fields["timestamp"],
-		key: "event " + ev.id,
-		at:  ev.timeOr(receivedAt),
+		id:      ev.Fields["id"], // the decoded values: data holds them as they are
+		ts:      ev.Fields["timestamp"],
+		key:     "event ",
+		keyName: ev.id,
+		at:      ev.timeOr(receivedAt),
 	}
 	if ev.kind == kindStreamingDelta {
 		if c.cfg.Deltas {
@@ -180,7 +188,7 @@ func (c *Conversation) End(at time.Time, vendorTS string) []*aep.Event {
 		return nil
 	}
 	e := c.begin(at)
-	o := origin{ts: vendorTS, key: "end " + vendorTS, at: vendorTime(vendorTS, at)}
+	o := origin{ts: vendorTS, key: "end ", keyName: vendorTS, at: vendorTime(vendorTS, at)}
 	for _, m := range StatusMoments(c.prevStatus(), StatusDeleting) {
 		c.apply(e, o, m)
 	}
@@ -347,8 +355,15 @@ type origin struct {
 	// holds them: strings, nil or "" when there are none. A value of the
 	// decoded event is taken as it is, not converted anew per output.
 	id, ts any
-	key    string    // the id key's fact part
-	at     time.Time // the id's time part
+	// key, then keyName, is the id key's fact part: "event " and the
+	// vendor id, say, kept apart so that no fact is built to be hashed.
+	key, keyName string
+	at           time.Time // the id's time part
+}
+
+// sameFact reports whether o's fact is that of the count c.
+func (o origin) sameFact(c *outputCount) bool {
+	return c.origin == o.key && c.originName == o.keyName
 }
 
 // ParseVendorTime is the one reading of the agent server's timestamps:
@@ -383,8 +398,8 @@ type emission struct {
 }
 
 type outputCount struct {
-	origin, typ string
-	n           int
+	origin, originName, typ string
+	n                       int
 }
 
 // begin starts a call's emission. It is small enough to be inlined, so
@@ -404,12 +419,12 @@ func (c *Conversation) beginAt(receivedAt time.Time) string {
 func (e *emission) emit(typ string, o origin) *aep.Event {
 	counts := e.c.counts
 	for i := range counts {
-		if c := &counts[i]; c.origin == o.key && c.typ == typ {
+		if c := &counts[i]; o.sameFact(c) && c.typ == typ {
 			c.n++
 			return e.emitAt(typ, o, c.n-1)
 		}
 	}
-	e.c.counts = append(counts, outputCount{origin: o.key, typ: typ, n: 1})
+	e.c.counts = append(counts, outputCount{origin: o.key, originName: o.keyName, typ: typ, n: 1})
 	return e.emitAt(typ, o, 0)
 }
 
@@ -420,7 +435,7 @@ func (e *emission) emitAt(typ string, o origin, ordinal int) *aep.Event {
 	c := e.c
 	out := &aep.Event{
 		AEP:      aep.Version,
-		ID:       aep.DeterministicID(o.at, c.cfg.Source, o.key, typ, strconv.Itoa(ordinal)),
+		ID:       o.outputID(c.cfg.Source, typ, ordinal),
 		Type:     typ,
 		Time:     e.time,
 		Source:   c.cfg.Source,
@@ -441,6 +456,18 @@ func (e *emission) emitAt(typ string, o origin, ordinal int) *aep.Event {
 	}
 	e.out = append(e.out, out)
 	return out
+}
+
+// outputID is the deterministic id of o's output of type typ at ordinal, from
+// source: aep.DeterministicID(o.at, source, o.key+o.keyName, typ,
+// strconv.Itoa(ordinal)), its key written in a stack buffer.
+func (o origin) outputID(source, typ string, ordinal int) string {
+	var buf [256]byte
+	key := append(buf[:0], source...)
+	key = append(append(append(key, '\n'), o.key...), o.keyName...)
+	key = append(append(key, '\n'), typ...)
+	key = strconv.AppendInt(append(key, '\n'), int64(ordinal), 10)
+	return aep.DeterministicIDOf(o.at, key)
 }
 
 // severityOf is the severity of each emitted type: the vendor plane at

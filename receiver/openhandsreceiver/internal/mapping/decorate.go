@@ -189,7 +189,8 @@ func (d *Decorator) decorate(ev Event, out []*aep.Event) []*aep.Event {
 		case "tool.requested":
 			d.requested(toolKey(fields, str(fields, "id")), o.ID, ts)
 		case "tool.completed", "tool.failed", "tool.denied", VendorType("UserRejectObservation"):
-			d.answered(o, toolKey(fields, str(fields, "action_id")), at, timed)
+			var buf [64]byte // the key is only looked up: it is not built
+			d.answered(o, appendToolKey(buf[:0], fields, str(fields, "action_id")), at, timed)
 		case typeAttentionRequested:
 			d.s.AttentionAt = ts
 		case typeAttentionResolved:
@@ -225,13 +226,19 @@ func (d *Decorator) decorate(ev Event, out []*aep.Event) []*aep.Event {
 
 // toolKey names a tool call: its tool_call_id, else the action event id.
 func toolKey(fields map[string]any, actionID string) string {
+	var buf [64]byte
+	return string(appendToolKey(buf[:0], fields, actionID))
+}
+
+// appendToolKey appends toolKey's name of a tool call to dst.
+func appendToolKey(dst []byte, fields map[string]any, actionID string) []byte {
 	if id := str(fields, "tool_call_id"); id != "" {
-		return "call " + id
+		return append(append(dst, "call "...), id...)
 	}
 	if actionID != "" {
-		return "action " + actionID
+		return append(append(dst, "action "...), actionID...)
 	}
-	return ""
+	return dst
 }
 
 func (d *Decorator) requested(key, id, ts string) {
@@ -257,12 +264,13 @@ func (d *Decorator) forgetOldestTool() {
 	delete(d.s.Tools, oldest)
 }
 
-func (d *Decorator) answered(o *aep.Event, key string, at time.Time, timed bool) {
-	call, ok := d.s.Tools[key]
+// answered closes the call named key (toolKey) that o answers.
+func (d *Decorator) answered(o *aep.Event, key []byte, at time.Time, timed bool) {
+	call, ok := d.s.Tools[string(key)]
 	if !ok {
 		return
 	}
-	delete(d.s.Tools, key)
+	delete(d.s.Tools, string(key))
 	if o.Cause == "" {
 		o.Cause = call.RequestedID
 	}

@@ -371,3 +371,29 @@ func TestDecorateBoundsOpenToolCalls(t *testing.T) {
 	assert.Len(t, d.s.Tools, maxOpenToolCalls)
 	assert.NotContains(t, d.s.Tools, "call call-"+evs[1].ID(), "the oldest is forgotten")
 }
+
+// TestToolKey: a tool call is named by its tool_call_id, else by its
+// action's event id, and the name an answer looks up is the one its call
+// was stored under.
+func TestToolKey(t *testing.T) {
+	for _, c := range []struct {
+		fields   map[string]any
+		actionID string
+		want     string
+	}{
+		{map[string]any{"tool_call_id": "call_1"}, "a1", "call call_1"},
+		{map[string]any{"tool_call_id": ""}, "a1", "action a1"},
+		{map[string]any{}, "a1", "action a1"},
+		{map[string]any{}, "", ""},
+	} {
+		assert.Equal(t, c.want, toolKey(c.fields, c.actionID))
+		assert.Equal(t, c.want, string(appendToolKey([]byte("x"), c.fields, c.actionID))[1:])
+	}
+	d := NewDecorator(&DecoratorState{})
+	d.requested(toolKey(map[string]any{}, "a1"), "req-1", at(0))
+	completed := &aep.Event{Type: "tool.completed", Data: map[string]any{}}
+	d.answered(completed, appendToolKey(nil, map[string]any{}, "a1"), decorateStart.Add(time.Second), true)
+	assert.Equal(t, "req-1", completed.Cause)
+	assert.Equal(t, json.Number("1000"), completed.Data["duration_ms"])
+	assert.Empty(t, d.s.Tools, "the answered call is forgotten")
+}
