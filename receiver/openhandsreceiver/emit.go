@@ -25,7 +25,6 @@ type sessionEmitter struct {
 	next     consumer.Logs
 	resource pcommon.Resource // template, copied into every batch
 	pos      *position
-	epoch    *int64 // what events of pos.Epoch point at (epochPointer)
 	retry    backoff.Config
 	tel      *telemetry
 	logger   *zap.Logger
@@ -57,15 +56,9 @@ func (e *sessionEmitter) project(events []*aep.Event, assign bool) plog.Logs {
 	records := sl.LogRecords()
 	records.EnsureCapacity(len(events))
 	observed := pcommon.NewTimestampFromTime(time.Now())
-	var epoch *int64
-	var seqs []int64 // one array for the batch's seqs, not one each
-	if assign {
-		epoch, seqs = e.epochPointer(), make([]int64, len(events))
-	}
-	for i, ev := range events {
+	for _, ev := range events {
 		if assign {
-			seqs[i] = e.pos.NextSeq
-			ev.Epoch, ev.Seq = epoch, &seqs[i]
+			ev.Epoch, ev.Seq = aep.Int64(e.pos.Epoch), aep.Int64(e.pos.NextSeq)
 		}
 		lr := records.AppendEmpty()
 		if err := projection.ToLogRecord(ev, lr, projection.Options{}); err != nil {
@@ -89,16 +82,6 @@ func (e *sessionEmitter) project(events []*aep.Event, assign bool) plog.Logs {
 		e.tel.aepEvent(ev.Type)
 	}
 	return logs
-}
-
-// epochPointer is the epoch events point at: one value, never written
-// through, shared by every event of the epoch, made again only when the
-// epoch moves.
-func (e *sessionEmitter) epochPointer() *int64 {
-	if e.epoch == nil || *e.epoch != e.pos.Epoch {
-		e.epoch = aep.Int64(e.pos.Epoch)
-	}
-	return e.epoch
 }
 
 // consume is the one hand-off to the pipeline. It retries refusals the

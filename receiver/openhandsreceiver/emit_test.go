@@ -44,37 +44,3 @@ func TestBatchDropsWhatTheProjectionRefuses(t *testing.T) {
 	assert.Equal(t, 1, logs.ResourceLogs().Len())
 	assert.Equal(t, scopeName, logs.ResourceLogs().At(0).ScopeLogs().At(0).Scope().Name())
 }
-
-// TestBatchPositionsEachEvent: every event of a batch holds its own seq
-// and the batch's epoch, and keeps them through later batches, a move of
-// the epoch included (the batch's seqs share one array, the epoch's
-// events one epoch value).
-func TestBatchPositionsEachEvent(t *testing.T) {
-	tel, err := newTelemetry(componenttest.NewNopTelemetrySettings())
-	require.NoError(t, err)
-	pos := position{Epoch: 3, NextSeq: 7}
-	e := &sessionEmitter{pos: &pos, tel: tel, logger: zap.NewNop()}
-	batch := func(ids ...string) []*aep.Event {
-		var events []*aep.Event
-		for _, id := range ids {
-			ev := aeptest.RunStarted(testSessionID, 0, id, "run-1")
-			ev.Seq, ev.Epoch = nil, nil
-			events = append(events, ev)
-		}
-		require.Equal(t, len(ids), e.batch(events).LogRecordCount())
-		return events
-	}
-	first := batch("ev-1", "ev-2")
-	second := batch("ev-3")
-	pos.Epoch, pos.NextSeq = 4, 0
-	third := batch("ev-4", "ev-5")
-	for _, c := range []struct {
-		ev         *aep.Event
-		epoch, seq int64
-	}{
-		{first[0], 3, 7}, {first[1], 3, 8}, {second[0], 3, 9}, {third[0], 4, 0}, {third[1], 4, 1},
-	} {
-		assert.Equal(t, c.epoch, *c.ev.Epoch, c.ev.ID)
-		assert.Equal(t, c.seq, *c.ev.Seq, c.ev.ID)
-	}
-}

@@ -42,7 +42,6 @@ type session struct {
 	lastSeen  time.Time    // when the last vendor event arrived
 	stored    uint64       // new stored events processed, the measure of progress
 	mapped    []*aep.Event // mapped, not yet emitted (flushLocked)
-	mapping   []*aep.Event // what processLocked maps one event to, kept for the next
 	consumed  bool         // the pipeline took the stored pending batch; markDoneLocked is to delete it
 	// usageWait is armed while a run.finished waits for its usage;
 	// usageWaits counts arms and disarms, to tell a stale one.

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,7 +17,6 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 	"github.com/otelcol-openhands/otelcol-openhands/receiver/openhandsreceiver/internal/mapping"
 )
 
@@ -83,7 +81,7 @@ func toolEvent(i int) []byte {
 // benchConversation is an offline conversation emitting to next, its
 // receiver's metrics recorded by an SDK meter and its spans by none, as in
 // a collector whose service::telemetry configures no trace processor.
-func benchConversation(b testing.TB, next consumer.Logs) *conversation {
+func benchConversation(b *testing.B, next consumer.Logs) *conversation {
 	b.Helper()
 	tel := componenttest.NewTelemetry()
 	b.Cleanup(func() { require.NoError(b, tel.Shutdown(context.Background())) })
@@ -98,29 +96,6 @@ func benchConversation(b testing.TB, next consumer.Logs) *conversation {
 	c, err := w.open(conversationInfo{ID: "5f0e1d2c-3b4a-4958-8a7b-6c5d4e3f2a10"}, nil)
 	require.NoError(b, err)
 	return c
-}
-
-// TestPendingEventsKeepTheirPlaces: frames mapped one after another into
-// the session's kept slice leave each its own events pending, in order,
-// none overwritten by the next frame's.
-func TestPendingEventsKeepTheirPlaces(t *testing.T) {
-	c := benchConversation(t, consumertest.NewNop())
-	ctx := context.Background()
-	seen := []*aep.Event{}
-	for i := range 10 {
-		raw := []byte(`{"type":"durable","seq":` + strconv.Itoa(i) + `,"event":` + string(historyEvent(0, i)) + `}`)
-		c.receive(ctx, c.handleSessionFrame, raw, true) // held: nothing flushes
-		c.session.mu.Lock()
-		require.Greater(t, len(c.session.mapped), len(seen), "frame %d maps to something", i)
-		require.Equal(t, seen, c.session.mapped[:len(seen)], "frame %d leaves the earlier events in place", i)
-		seen = slices.Clone(c.session.mapped)
-		c.session.mu.Unlock()
-	}
-	ids := map[string]bool{}
-	for _, ev := range seen {
-		require.False(t, ids[ev.ID], "%s pending twice", ev.ID)
-		ids[ev.ID] = true
-	}
 }
 
 // BenchmarkFrameRead is the socket read loop's work per frame: one

@@ -49,24 +49,14 @@ func (s *session) releaseHeldLocked(ctx context.Context) {
 }
 
 // flushLocked reports whether what was mapped, if anything, was handed on.
-// The few events of a lone frame leave a slice the next frame's reuse; a
-// batch's larger one goes, so that a quiet conversation holds little.
 func (s *session) flushLocked(ctx context.Context) bool {
 	if len(s.mapped) == 0 {
 		return true
 	}
 	events := s.mapped
 	s.mapped = nil
-	handedOn := s.emitLocked(ctx, events)
-	if cap(events) <= keptMappedCap && s.mapped == nil {
-		clear(events)
-		s.mapped = events[:0]
-	}
-	return handedOn
+	return s.emitLocked(ctx, events)
 }
-
-// keptMappedCap is the largest pending slice flushLocked keeps.
-const keptMappedCap = 8
 
 // emitLocked is the one place a session's events leave, in batches
 // (flushLocked): every event mapped since the last one. With storage,

@@ -86,18 +86,17 @@ func (s *session) processLocked(ctx context.Context, ev mapping.Event, how deliv
 		s.noteStoredLocked(ev.Timestamp())
 	}
 	prev := s.mapper.Status()
-	var mapping []*aep.Event
+	var out []*aep.Event
 	if connectSnapshot || ev.Transient() && predates(ev.Timestamp(), s.durable.Cursor.ResumeTS) {
 		// A snapshot older than a persisted event already mapped (one that
 		// waited in the socket buffer while the legacy history was paged)
 		// must not move the status back: it is mapped as stale.
-		mapping = s.mapper.MapConnectSnapshot(ev, now)
+		out = s.mapper.MapConnectSnapshot(ev, now)
 	} else {
-		mapping = s.mapper.AppendMap(s.mapping[:0], ev, now)
+		out = s.mapper.Map(ev, now)
 	}
-	// What the gate adds goes to a slice of its own, never over mapped.
-	mapped := mapping[:len(mapping):len(mapping)]
-	out := s.notes.Decorate(prev, mapped, now)
+	mapped := out
+	out = s.notes.Decorate(prev, out, now)
 	if s.notes != nil {
 		if text, ok := userText(ev); ok {
 			out = s.notes.Said(text, out, now)
@@ -106,23 +105,10 @@ func (s *session) processLocked(ctx context.Context, ev mapping.Event, how deliv
 	s.queueLocked(ev, out)
 	s.linkLocked(ev, mapped)
 	s.noteTreeLocked(prev, mapped)
-	s.keepMappingLocked(mapping)
 	s.tel.mapped(ctx, time.Since(now))
 	if len(s.mapped) >= maxBatchEvents {
 		s.flushLocked(ctx)
 	}
-}
-
-// keepMappingLocked keeps the slice an event was just mapped to for the
-// next event's, once queueLocked has taken its events: a few a frame, so
-// up to keptMappedCap; a larger one goes.
-func (s *session) keepMappingLocked(mapping []*aep.Event) {
-	if cap(mapping) > keptMappedCap {
-		s.mapping = nil
-		return
-	}
-	clear(mapping)
-	s.mapping = mapping[:0]
 }
 
 // extendsLocked reports whether ev follows what was processed: its parent

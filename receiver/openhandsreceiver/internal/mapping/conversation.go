@@ -115,17 +115,10 @@ func (c *Conversation) Start(createdAt, receivedAt time.Time) *aep.Event {
 // Map returns the AEP events one vendor event implies, in order (see the
 // type's comment), stamped with receivedAt.
 func (c *Conversation) Map(ev Event, receivedAt time.Time) []*aep.Event {
-	return c.AppendMap(nil, ev, receivedAt)
-}
-
-// AppendMap is Map appending the events to dst and returning the extended
-// slice: a caller mapping event after event can keep one slice for them.
-func (c *Conversation) AppendMap(dst []*aep.Event, ev Event, receivedAt time.Time) []*aep.Event {
 	if c.s.Ended || ev.kind == "" || ev.kind == kindToken {
-		return dst // token-id planes are not observability
+		return nil // token-id planes are not observability
 	}
 	e := c.begin(receivedAt)
-	e.out = dst
 	o := origin{
 		id:      ev.Fields["id"], // the decoded values: data holds them as they are
 		ts:      ev.Fields["timestamp"],

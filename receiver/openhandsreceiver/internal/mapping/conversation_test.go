@@ -629,25 +629,3 @@ func TestParseVendorTime(t *testing.T) {
 		assert.True(t, tc.want.Equal(got), "%q: %v", tc.ts, got)
 	}
 }
-
-// TestAppendMapIsMap: AppendMap appends to its slice, kept from one event
-// to the next, the events Map returns for each, and leaves what the slice
-// held before in place.
-func TestAppendMapIsMap(t *testing.T) {
-	f := loadFixture(t)
-	byMap := newConversation(t, testConfig(aep.CaptureRedacted, true))
-	byAppend := newConversation(t, testConfig(aep.CaptureRedacted, true))
-	sentinel := &aep.Event{ID: "before"}
-	kept := []*aep.Event{sentinel}
-	for _, tc := range fixtureCases(f) {
-		ev, err := DecodeEvent(tc.Input)
-		require.NoError(t, err)
-		want := byMap.Map(ev, received)
-		kept = byAppend.AppendMap(kept[:1], ev, received)
-		require.Same(t, sentinel, kept[0])
-		require.Equal(t, len(want), len(kept)-1, tc.name)
-		for i, w := range want {
-			require.Equal(t, *w, *kept[i+1], tc.name)
-		}
-	}
-}
