@@ -26,11 +26,11 @@ func DecodeValue(raw []byte) (any, error) {
 	d.data, d.pos = raw, 0
 	d.skipSpace()
 	v, err := d.value(0)
+	if err == nil {
+		err = d.end()
+	}
 	if err != nil {
 		return nil, err
-	}
-	if d.skipSpace(); d.pos < len(d.data) {
-		return nil, d.errorf("trailing data after JSON value")
 	}
 	return v, nil
 }
@@ -50,24 +50,33 @@ func DecodeMembers(raw []byte, member func(name string, value any)) error {
 	defer d.release()
 	d.data, d.pos = raw, 0
 	d.skipSpace()
-	if d.pos >= len(d.data) || d.data[d.pos] != '{' {
-		if _, err := d.value(0); err != nil {
-			return err
-		}
-		if d.skipSpace(); d.pos < len(d.data) {
-			return d.errorf("trailing data after JSON value")
-		}
-		return ErrNotObject
+	object := d.pos < len(d.data) && d.data[d.pos] == '{'
+	var base int
+	var err error
+	if object {
+		base, err = d.readMembers(1)
+	} else {
+		_, err = d.value(0)
 	}
-	base, err := d.readMembers(1)
-	if err != nil {
+	if err == nil {
+		err = d.end()
+	}
+	switch {
+	case err != nil:
 		return err
-	}
-	if d.skipSpace(); d.pos < len(d.data) {
-		return d.errorf("trailing data after JSON value")
+	case !object:
+		return ErrNotObject
 	}
 	for _, m := range d.members[base:] {
 		member(m.key, m.value)
+	}
+	return nil
+}
+
+// end refuses what follows the document's one value.
+func (d *decoder) end() error {
+	if d.skipSpace(); d.pos < len(d.data) {
+		return d.errorf("trailing data after JSON value")
 	}
 	return nil
 }

@@ -186,6 +186,9 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	}
 	var nameBuf [smallMap]string
 	names := nameBuf[:0]
+	if len(e.Extensions) > len(nameBuf) {
+		names = make([]string, 0, len(e.Extensions))
+	}
 	for n := range e.Extensions {
 		names = append(names, n)
 	}
@@ -243,7 +246,7 @@ func writeJSONString(b *bytes.Buffer, s string) error {
 }
 
 // smallMap is how many keys the writers sort in an array on their stack;
-// a map with more takes a slice from the heap.
+// a map with more takes a slice from the heap, made at its size.
 const smallMap = 16
 
 // maxWalkDepth bounds writeJSONValue's own walk; deeper (or cyclic)
@@ -273,6 +276,9 @@ func writeJSONValue(b *bytes.Buffer, v any, depth int) error {
 		}
 		var keyBuf [smallMap]string
 		keys := keyBuf[:0]
+		if len(t) > len(keyBuf) {
+			keys = make([]string, 0, len(t))
+		}
 		for k := range t {
 			keys = append(keys, k)
 		}

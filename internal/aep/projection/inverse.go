@@ -20,12 +20,8 @@ var ErrNotAEP = errors.New("projection: log record is not an AEP event")
 // resource is not consulted: service.name may be overridden for a shared
 // relay, so the agent comes from aep.agent_id alone.
 func FromLogRecord(lr plog.LogRecord, _ pcommon.Resource) (*aep.Event, error) {
-	typ, ok := TypeOf(lr)
-	if !ok {
-		return nil, notAEP(lr)
-	}
 	ev := new(aep.Event)
-	if err := rebuildEvent(typ, lr, ev); err != nil {
+	if err := FromLogRecordInto(lr, ev); err != nil {
 		return nil, err
 	}
 	return ev, nil
@@ -37,13 +33,9 @@ func FromLogRecord(lr plog.LogRecord, _ pcommon.Resource) (*aep.Event, error) {
 func FromLogRecordInto(lr plog.LogRecord, ev *aep.Event) error {
 	typ, ok := TypeOf(lr)
 	if !ok {
-		return notAEP(lr)
+		return fmt.Errorf("%w: event_name %q lacks the %q prefix", ErrNotAEP, lr.EventName(), EventNamePrefix)
 	}
 	return rebuildEvent(typ, lr, ev)
-}
-
-func notAEP(lr plog.LogRecord) error {
-	return fmt.Errorf("%w: event_name %q lacks the %q prefix", ErrNotAEP, lr.EventName(), EventNamePrefix)
 }
 
 // TypeOf is the AEP type lr's event_name names, and whether lr is an AEP
