@@ -75,15 +75,17 @@ func projectLogRecord(ev *aep.Event, lr plog.LogRecord, opts Options) error {
 	lr.SetSpanID(tc.spanID)
 	lr.SetFlags(plog.LogRecordFlags(tc.flags))
 
-	// Lossless extras, each only when the standard fields cannot say it.
-	var timeText [maxDefaultTimeLen]byte
-	wireTime := ns == 0 || string(appendDefaultTime(timeText[:0], ns)) != ev.Time
-	wireTraceparentVersion := ev.Traceparent != "" && (tc.version != "00" || tc.traceID.IsEmpty())
-
 	gated := opts.MaxCapture != "" && capture.Rank() > opts.MaxCapture.Rank()
 	attrs := lr.Attributes()
 	attrs.Clear()
-	attrs.EnsureCapacity(attributeCount(ev, gated, wireTime, wireTraceparentVersion))
+	// Room for the standard attributes and the usual extras, the
+	// extensions and the hoisted gen_ai.* keys: the attributes are not
+	// grown as they are put.
+	hoisted := 0
+	if !gated {
+		hoisted = countGenAIKeys(ev.Data)
+	}
+	attrs.EnsureCapacity(12 + len(ev.Extensions) + hoisted)
 	attrs.PutStr(AttrAgentID, ev.Agent)
 	attrs.PutStr(AttrEventID, ev.ID)
 	attrs.PutStr(AttrCapture, string(capture))
@@ -104,12 +106,13 @@ func projectLogRecord(ev *aep.Event, lr plog.LogRecord, opts Options) error {
 		return err
 	}
 
-	// The extras.
+	// Lossless extras, each only when the standard fields cannot say it.
 	attrs.PutStr(WireVersion, ev.AEP)
-	if wireTime {
+	var timeText [maxDefaultTimeLen]byte
+	if ns == 0 || string(appendDefaultTime(timeText[:0], ns)) != ev.Time {
 		attrs.PutStr(WireTime, ev.Time)
 	}
-	if wireTraceparentVersion {
+	if ev.Traceparent != "" && (tc.version != "00" || tc.traceID.IsEmpty()) {
 		attrs.PutStr(WireTraceparentVersion, tc.version)
 	}
 	if ev.Severity == "" {
@@ -125,31 +128,6 @@ func projectLogRecord(ev *aep.Event, lr plog.LogRecord, opts Options) error {
 		}
 	}
 	return nil
-}
-
-// attributeCount is how many attributes projectLogRecord puts, so that
-// they are made at their final size: the standard ones present, what
-// putData puts among them, the extras and the extensions.
-func attributeCount(ev *aep.Event, gated, wireTime, wireTraceparentVersion bool) int {
-	n := 5 + len(ev.Extensions) // agent, event id, capture, source; WireVersion
-	for _, value := range [...]string{ev.Session, ev.Run, ev.Step, ev.Cause, ev.Subject} {
-		if value != "" {
-			n++
-		}
-	}
-	for _, put := range [...]bool{ev.Seq != nil, ev.Epoch != nil, wireTime, wireTraceparentVersion, ev.Severity == "", ev.Capture == ""} {
-		if put {
-			n++
-		}
-	}
-	switch {
-	case ev.Data == nil:
-	case len(ev.Data) == 0 || gated:
-		n++ // WireData
-	default:
-		n += countGenAIKeys(ev.Data)
-	}
-	return n
 }
 
 func putStrIfPresent(attrs pcommon.Map, key, value string) {
