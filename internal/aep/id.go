@@ -14,6 +14,10 @@ const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 // (source, id). Instants before the Unix epoch clamp to 0. The key is its
 // parts joined by newlines, written in a stack buffer rather than built.
 func DeterministicID(t time.Time, keyParts ...string) string {
+	ms := t.UnixMilli()
+	if ms < 0 {
+		ms = 0
+	}
 	var buf [256]byte
 	key := buf[:0]
 	for i, part := range keyParts {
@@ -21,17 +25,6 @@ func DeterministicID(t time.Time, keyParts ...string) string {
 			key = append(key, '\n')
 		}
 		key = append(key, part...)
-	}
-	return DeterministicIDOf(t, key)
-}
-
-// DeterministicIDOf is DeterministicID of a key its caller has joined:
-// one that writes its parts in a buffer of its own rather than build one
-// of them (DeterministicID(t, a, b) is DeterministicIDOf(t, "a\nb")).
-func DeterministicIDOf(t time.Time, key []byte) string {
-	ms := t.UnixMilli()
-	if ms < 0 {
-		ms = 0
 	}
 	sum := sha256.Sum256(key)
 	var raw [16]byte

@@ -120,11 +120,10 @@ func (c *Conversation) Map(ev Event, receivedAt time.Time) []*aep.Event {
 	}
 	e := c.begin(receivedAt)
 	o := origin{
-		id:      ev.Fields["id"], // the decoded values: data holds them as they are
-		ts:      ev.Fields["timestamp"],
-		key:     "event ",
-		keyName: ev.id,
-		at:      ev.timeOr(receivedAt),
+		id:  ev.Fields["id"], // the decoded values: data holds them as they are
+		ts:  ev.Fields["timestamp"],
+		key: "event " + ev.id,
+		at:  ev.timeOr(receivedAt),
 	}
 	if ev.kind == kindStreamingDelta {
 		if c.cfg.Deltas {
@@ -181,7 +180,7 @@ func (c *Conversation) End(at time.Time, vendorTS string) []*aep.Event {
 		return nil
 	}
 	e := c.begin(at)
-	o := origin{ts: vendorTS, key: "end ", keyName: vendorTS, at: vendorTime(vendorTS, at)}
+	o := origin{ts: vendorTS, key: "end " + vendorTS, at: vendorTime(vendorTS, at)}
 	for _, m := range StatusMoments(c.prevStatus(), StatusDeleting) {
 		c.apply(e, o, m)
 	}
@@ -348,15 +347,8 @@ type origin struct {
 	// holds them: strings, nil or "" when there are none. A value of the
 	// decoded event is taken as it is, not converted anew per output.
 	id, ts any
-	// key, then keyName, is the id key's fact part: "event " and the
-	// vendor id, say, kept apart so that no fact is built to be hashed.
-	key, keyName string
-	at           time.Time // the id's time part
-}
-
-// sameFact reports whether o's fact is that of the count c.
-func (o origin) sameFact(c *outputCount) bool {
-	return c.origin == o.key && c.originName == o.keyName
+	key    string    // the id key's fact part
+	at     time.Time // the id's time part
 }
 
 // ParseVendorTime is the one reading of the agent server's timestamps:
@@ -391,8 +383,8 @@ type emission struct {
 }
 
 type outputCount struct {
-	origin, originName, typ string
-	n                       int
+	origin, typ string
+	n           int
 }
 
 // begin starts a call's emission. It is small enough to be inlined, so
@@ -412,12 +404,12 @@ func (c *Conversation) beginAt(receivedAt time.Time) string {
 func (e *emission) emit(typ string, o origin) *aep.Event {
 	counts := e.c.counts
 	for i := range counts {
-		if c := &counts[i]; o.sameFact(c) && c.typ == typ {
+		if c := &counts[i]; c.origin == o.key && c.typ == typ {
 			c.n++
 			return e.emitAt(typ, o, c.n-1)
 		}
 	}
-	e.c.counts = append(counts, outputCount{origin: o.key, originName: o.keyName, typ: typ, n: 1})
+	e.c.counts = append(counts, outputCount{origin: o.key, typ: typ, n: 1})
 	return e.emitAt(typ, o, 0)
 }
 
@@ -428,7 +420,7 @@ func (e *emission) emitAt(typ string, o origin, ordinal int) *aep.Event {
 	c := e.c
 	out := &aep.Event{
 		AEP:      aep.Version,
-		ID:       o.outputID(c.cfg.Source, typ, ordinal),
+		ID:       aep.DeterministicID(o.at, c.cfg.Source, o.key, typ, strconv.Itoa(ordinal)),
 		Type:     typ,
 		Time:     e.time,
 		Source:   c.cfg.Source,
@@ -449,18 +441,6 @@ func (e *emission) emitAt(typ string, o origin, ordinal int) *aep.Event {
 	}
 	e.out = append(e.out, out)
 	return out
-}
-
-// outputID is the deterministic id of o's output of type typ at ordinal, from
-// source: aep.DeterministicID(o.at, source, o.key+o.keyName, typ,
-// strconv.Itoa(ordinal)), its key written in a stack buffer.
-func (o origin) outputID(source, typ string, ordinal int) string {
-	var buf [256]byte
-	key := append(buf[:0], source...)
-	key = append(append(append(key, '\n'), o.key...), o.keyName...)
-	key = append(append(key, '\n'), typ...)
-	key = strconv.AppendInt(append(key, '\n'), int64(ordinal), 10)
-	return aep.DeterministicIDOf(o.at, key)
 }
 
 // severityOf is the severity of each emitted type: the vendor plane at

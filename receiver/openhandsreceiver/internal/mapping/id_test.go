@@ -1,14 +1,10 @@
 package mapping
 
 import (
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
-
-	"github.com/otelcol-openhands/otelcol-openhands/internal/aep"
 )
 
 func TestConversationID(t *testing.T) {
@@ -32,24 +28,5 @@ func TestConversationID(t *testing.T) {
 			assert.Equal(t, tc.ok, ok)
 			assert.Equal(t, tc.want, got)
 		})
-	}
-}
-
-// TestOutputIDIsDeterministicIDOfItsParts: an output's id is
-// aep.DeterministicID of its source, its origin's fact (key then name),
-// its type and its ordinal, at the origin's time, however long the parts.
-func TestOutputIDIsDeterministicIDOfItsParts(t *testing.T) {
-	at := time.Date(2026, 12, 1, 19, 20, 19, 123456000, time.UTC)
-	long := strings.Repeat("y", 300)
-	for _, o := range []origin{
-		{key: "event ", keyName: "8f6c2f9e-5d1b-4d8e-9a0b-0c3f2b1a7e6d", at: at},
-		{key: "end ", at: at},
-		{key: "session", at: at},
-		{key: "event ", keyName: long, at: at},
-	} {
-		for _, ordinal := range []int{0, 1, 12} {
-			want := aep.DeterministicID(o.at, "openhands://127.0.0.1:8000", o.key+o.keyName, "tool.requested", strconv.Itoa(ordinal))
-			assert.Equal(t, want, o.outputID("openhands://127.0.0.1:8000", "tool.requested", ordinal))
-		}
 	}
 }

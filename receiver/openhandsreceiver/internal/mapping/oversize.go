@@ -39,11 +39,10 @@ func (c *Conversation) Oversize(o Oversize, receivedAt time.Time) []*aep.Event {
 		data["vendor_kind"] = o.Kind
 	}
 	return c.standIn(typeOversize, origin{
-		id:      o.ID,
-		ts:      o.Timestamp,
-		key:     "event ",
-		keyName: o.ID,
-		at:      vendorTime(o.Timestamp, receivedAt),
+		id:  o.ID,
+		ts:  o.Timestamp,
+		key: "event " + o.ID,
+		at:  vendorTime(o.Timestamp, receivedAt),
 	}, receivedAt, data)
 }
 

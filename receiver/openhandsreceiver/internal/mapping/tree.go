@@ -101,7 +101,7 @@ func (c *Conversation) SubagentStopped(child, status string, at time.Time) *aep.
 	}
 	delete(c.s.Children, child)
 	e := c.begin(at)
-	out := e.emit(typeSubagentStopped, origin{key: "child ", keyName: child, at: at})
+	out := e.emit(typeSubagentStopped, origin{key: "child " + child, at: at})
 	out.Cause = started
 	set(out, "child", c.childRef(child))
 	set(out, "status", status)
